@@ -1,0 +1,1 @@
+"""Statistics: reference rows, summary tables."""
