@@ -12,6 +12,7 @@ Values are parsed as int, then float, then kept as strings; ``true``/``false`` b
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,12 +32,15 @@ def _parse_value(text: str) -> Any:
         return True
     if low == "false":
         return False
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
 def _format_value(value: Any) -> str:
@@ -99,13 +103,14 @@ def split_specs(text: str) -> list[str]:
     """Split a comma-separated list of specs whose settings also use commas.
 
     ``"random,coduel:gate=off,bank=16,notransfer"`` -> ``["random", "coduel:gate=off,bank=16",
-    "notransfer"]``: a piece containing ``=`` but no ``:`` continues the previous spec.
+    "notransfer"]``: a piece of the form ``key=value`` (no ``:`` before the ``=``) continues
+    the previous spec, so values may contain ``:``.
     """
     specs: list[str] = []
     for piece in (p.strip() for p in text.split(",")):
         if not piece:
             continue
-        if "=" in piece and ":" not in piece and specs:
+        if "=" in piece and ":" not in piece.split("=", 1)[0] and specs:
             specs[-1] = f"{specs[-1]},{piece}"
         else:
             specs.append(piece)
@@ -115,8 +120,9 @@ def split_specs(text: str) -> list[str]:
 class Registry(Generic[T]):
     """Named factories, looked up by id; ``make(spec)`` builds one with its settings."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, plural: str | None = None) -> None:
         self.kind = kind
+        self.plural = plural or f"{kind}s"
         self._entries: dict[str, Callable[..., T]] = {}
 
     def register(self, ident: str, factory: Callable[..., T] | None = None):
@@ -153,8 +159,9 @@ class Registry(Generic[T]):
         except KeyError:
             close = difflib.get_close_matches(ident, self._entries, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
+            known = ", ".join(self.ids())
             raise UnknownIdError(
-                f"unknown {self.kind} {ident!r}. Known {self.kind}s: {', '.join(self.ids())}.{hint}"
+                f"unknown {self.kind} {ident!r}. Known {self.plural}: {known}.{hint}"
             ) from None
 
     def make(self, spec: str | Spec, **extra: Any) -> T:

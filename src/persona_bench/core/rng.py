@@ -1,8 +1,11 @@
 """Seeded random streams.
 
 Every random number in persona-bench comes from a ``numpy.random.Generator`` built from
-``SeedSequence([root, *keys])``. String keys are mapped to integers with CRC-32, which is
-stable across processes and Python versions (unlike the built-in ``hash``).
+``SeedSequence([root, len(keys), tag_1, key_1, tag_2, key_2, ...])``: integer keys are used as
+they are (tag 0), string keys through CRC-32 (tag 1), which is stable across processes and
+Python versions (unlike the built-in ``hash``). The count and the tags make the encoding
+prefix-free, so ``stream(r)``, ``stream(r, 0)`` and ``stream(r, crc32("a"))`` vs
+``stream(r, "a")`` are all different streams.
 """
 
 from __future__ import annotations
@@ -11,21 +14,23 @@ import zlib
 
 import numpy as np
 
+_WORD = 2**32
+
 
 def stable_key(key: int | str) -> int:
-    """Map a stream key to a non-negative integer that is the same in every process.
+    """Map a stream key to a 32-bit word that is the same in every process.
 
     Args:
-        key: A non-negative integer (used as is) or a string (CRC-32 of its UTF-8 bytes).
+        key: An integer in ``[0, 2**32)`` (used as is) or a string (CRC-32 of its UTF-8 bytes).
 
     Returns:
-        A non-negative integer suitable as a ``SeedSequence`` entropy word.
+        A non-negative integer below ``2**32``.
     """
     if isinstance(key, bool):
         raise TypeError(f"stream keys must be int or str, got bool {key!r}")
     if isinstance(key, int | np.integer):
-        if key < 0:
-            raise ValueError(f"integer stream keys must be >= 0, got {key}")
+        if not 0 <= key < _WORD:
+            raise ValueError(f"integer stream keys and seeds must be in [0, 2**32), got {key}")
         return int(key)
     if isinstance(key, str):
         return zlib.crc32(key.encode("utf-8"))
@@ -42,6 +47,7 @@ def stream(root: int, *keys: int | str) -> np.random.Generator:
     Returns:
         A PCG64 generator; the same arguments give the same stream in every process.
     """
-    return np.random.Generator(
-        np.random.PCG64(np.random.SeedSequence([stable_key(root), *map(stable_key, keys)]))
-    )
+    words = [stable_key(root), len(keys)]
+    for key in keys:
+        words += [1 if isinstance(key, str) else 0, stable_key(key)]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(words)))

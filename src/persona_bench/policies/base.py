@@ -129,7 +129,8 @@ def check_policy(
     def fresh() -> Any:
         return (
             make_policy()
-            if callable(make_policy) and not hasattr(make_policy, "select")
+            if isinstance(make_policy, type)
+            or (callable(make_policy) and not hasattr(make_policy, "select"))
             else make_policy
         )
 
@@ -146,28 +147,33 @@ def check_policy(
     theta = data_rng.normal(size=(n_students, d))
     clicks_u = data_rng.random((n_students, rounds))
 
+    def call(pol: Any, method: str, *args: Any, at: str = "") -> Any:
+        try:
+            return getattr(pol, method)(*args)
+        except Exception as exc:
+            raise PolicyError(
+                f"policy {label!r} raised in {method}(){at}: {type(exc).__name__}: {exc}"
+            ) from exc
+
     def run(pol: Any) -> list[tuple[int, int]]:
         choices = []
-        pol.reset(stream(seed, "check_policy", "policy"), policy_context(n_students, rounds, k, d))
+        context = policy_context(n_students, rounds, k, d)
+        call(pol, "reset", stream(seed, "check_policy", "policy"), context)
         for n in range(n_students):
-            pol.start_student()
+            call(pol, "start_student", at=f" at student {n}")
             for s in range(rounds):
+                at = f" at student {n}, round {s}"
                 phi = phis[n, s].copy()
                 phi.setflags(write=False)
                 try:
-                    i, j = validate_pair(pol.select(phi), k)
+                    i, j = validate_pair(call(pol, "select", phi, at=at), k)
                 except ValueError as exc:
                     raise PolicyError(f"policy {label!r}, student {n}, round {s}: {exc}") from exc
-                except Exception as exc:
-                    raise PolicyError(
-                        f"policy {label!r} raised in select() at student {n}, round {s}: "
-                        f"{type(exc).__name__}: {exc}"
-                    ) from exc
                 util = phi @ theta[n]
                 outcome = int(clicks_u[n, s] < 1.0 / (1.0 + np.exp(-(util[i] - util[j]))))
-                pol.update(outcome)
+                call(pol, "update", outcome, at=at)
                 choices.append((i, j))
-            pol.end_student()
+            call(pol, "end_student", at=f" at student {n}")
         return choices
 
     first = run(policy)

@@ -40,7 +40,8 @@ def laplace_step(
         sigma: Prior covariance ``(d, d)``.
         z: Feature difference ``(d,)`` of the shown pair (first minus second).
         y: 1 if the first item won, else 0.
-        newton_steps: Newton iterations for the scalar step ``alpha``.
+        newton_steps: Typical Newton iterations for the scalar step ``alpha`` (more are taken,
+            safeguarded by bisection, until it converges).
 
     Returns:
         ``(mu', sigma', p)``: posterior mean and covariance, and the predictive probability
@@ -50,11 +51,22 @@ def laplace_step(
     m = float(z @ mu)
     s = float(z @ sz)
     predictive = _sigmoid(m / math.sqrt(1.0 + _PROBIT * s))
+    # alpha solves f(alpha) = alpha - y + sigmoid(m + alpha s) = 0; f is increasing and the
+    # root lies in (y - 1, y), so Newton steps that leave the bracket fall back to bisection
+    # (plain Newton overshoots when s = z.Sigma.z is large and the click is surprising).
+    lo, hi = float(y) - 1.0, float(y)
     alpha = 0.0
-    for _ in range(newton_steps):
+    for _ in range(newton_steps + 40):
         p = _sigmoid(m + alpha * s)
         f = alpha - y + p
-        alpha -= f / (1.0 + s * p * (1.0 - p))
+        if abs(f) < 1e-13:
+            break
+        if f > 0:
+            hi = alpha
+        else:
+            lo = alpha
+        step = alpha - f / (1.0 + s * p * (1.0 - p))
+        alpha = step if lo < step < hi else 0.5 * (lo + hi)
     p = _sigmoid(m + alpha * s)
     w = p * (1.0 - p)
     new_mu = mu + alpha * sz

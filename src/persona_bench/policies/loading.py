@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from persona_bench.core.errors import SpecError, UnknownIdError
 from persona_bench.core.registry import Registry, Spec, parse_settings, parse_spec
 
 #: Registry of built-in policies.
-POLICIES: Registry[Any] = Registry("policy")
+POLICIES: Registry[Any] = Registry("policy", "policies")
 
 _CLASS_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -89,6 +90,8 @@ def resolve_policy(text: str) -> tuple[Any, dict[str, Any], str]:
         factory = getattr(module, cls_name, None)
         if factory is None:
             raise SpecError(f"policy {text!r}: {target} has no attribute {cls_name!r}")
+        if target.endswith(".py") or "/" in target or "\\" in target:
+            target = os.path.normpath(target)  # ./my.py and my.py name the same policy
         canonical = f"{target}:{cls_name}"
         if settings:
             canonical += ":" + str(Spec("x", settings)).split(":", 1)[1]

@@ -41,7 +41,9 @@ def play(world: World, policy: Any, rng: np.random.Generator, label: str = "poli
     first = np.empty((n_arr, n_rounds), dtype=np.int64)
     second = np.empty((n_arr, n_rounds), dtype=np.int64)
     outcome = np.empty((n_arr, n_rounds), dtype=np.int8)
-    phi_all, p_all, u_all = world.Phi, world.P, world.u
+    phi_all = world.Phi.view()
+    phi_all.flags.writeable = False  # a policy must not change what later policies see
+    p_all, u_all = world.P, world.u
     where = f"policy {label!r} on world {world.name!r}, seed {world.seed}"
 
     def call(method: str, *args: Any, arrival: int | None = None, rnd: int | None = None):

@@ -203,7 +203,7 @@ def load_world(path: str | Path) -> World:
             arrays = {name: data[name] for name in ARRAY_NAMES}
     except KeyError as exc:
         raise WorldFormatError(f"stored world {path}: arrays.npz lacks array {exc}") from exc
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except (OSError, ValueError, RuntimeError, zipfile.BadZipFile, EOFError) as exc:
         raise WorldFormatError(f"stored world {path}: arrays.npz is unreadable ({exc})") from exc
     digests = meta.get("sha256", {})
     for name, arr in arrays.items():
@@ -212,14 +212,35 @@ def load_world(path: str | Path) -> World:
                 f"stored world {path}: array {name} does not match its recorded sha256 "
                 "(corrupt file)"
             )
-    world = World(
-        roster=str(meta.get("roster", path.name)),
-        seed=int(meta.get("seed", 0)),
-        students=list(meta.get("students", [])),
-        questions=list(meta.get("questions", [])),
-        personas=list(meta.get("personas", [])),
-        info=dict(meta.get("info", {})),
-        **arrays,
-    )
+    world = World(**_metadata_fields(meta, path), **arrays)
+    shape = meta.get("shape")
+    actual = {"N": world.N, "S": world.S, "K": world.K, "d": world.d}
+    if shape != actual:
+        raise WorldFormatError(
+            f"stored world {path}: world.json records shape {shape!r} but the arrays have {actual}"
+        )
     world.validate(where=f"stored world {path}")
     return world
+
+
+def _metadata_fields(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Typed metadata fields of ``world.json``; mistyped fields raise WorldFormatError."""
+    expected = {"students": list, "questions": list, "personas": list, "info": dict}
+    fields: dict[str, Any] = {}
+    for key, kind in expected.items():
+        value = meta.get(key, kind())
+        if not isinstance(value, kind):
+            raise WorldFormatError(
+                f"stored world {path}: world.json field {key!r} must be a {kind.__name__}, "
+                f"got {type(value).__name__}"
+            )
+        fields[key] = value
+    roster, seed = meta.get("roster", path.name), meta.get("seed", 0)
+    if not isinstance(roster, str):
+        raise WorldFormatError(f"stored world {path}: world.json field 'roster' must be a string")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise WorldFormatError(
+            f"stored world {path}: world.json field 'seed' must be an integer, got {seed!r}"
+        )
+    fields.update(roster=roster, seed=seed)
+    return fields

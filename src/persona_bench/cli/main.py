@@ -1,0 +1,273 @@
+"""The ``persona-bench`` command: a thin layer that parses, calls the library, and prints.
+
+Subcommands::
+
+    persona-bench worlds                      the roster table
+    persona-bench run [--worlds ...] ...      sweep worlds x seeds x policies, print the table
+    persona-bench stats RESULTS [--format]    summarize a results file
+
+Errors raised on purpose by persona-bench print ``persona-bench: error: <message>`` and exit
+with status 2; an interrupted run exits with 130 and keeps its finished rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from persona_bench import __version__
+from persona_bench.core.errors import PersonaBenchError, ResultsFileError, SpecError
+from persona_bench.core.registry import parse_spec, split_specs
+from persona_bench.runner.store import ResultsStore
+from persona_bench.runner.sweep import sweep, world_label
+from persona_bench.stats.table import FORMATS, format_table, summarize_rows
+from persona_bench.worlds.rosters import ROSTERS
+
+PROG = "persona-bench"
+DEFAULT_POLICIES = "random,notransfer,pooled"
+
+
+# -- argument parsing helpers ----------------------------------------------------------------
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Parse a seed list: ``"0-31"``, ``"0,2,5"``, ``"0-3,8"`` (ranges inclusive).
+
+    Raises:
+        SpecError: naming the piece that is not a seed or a ``lo-hi`` range.
+    """
+    seeds: list[int] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        lo, sep, hi = piece.partition("-")
+        try:
+            first, last = int(lo), int(hi) if sep else int(lo)
+        except ValueError:
+            raise SpecError(
+                f"seeds: {piece!r} is not a seed or a range; expected e.g. 0-31, 0,2,5 or 0-3,8"
+            ) from None
+        if first < 0 or last < first:
+            raise SpecError(f"seeds: range {piece!r} is empty; expected lo-hi with 0 <= lo <= hi")
+        seeds.extend(range(first, last + 1))
+    if not seeds:
+        raise SpecError(f"seeds: no seeds in {text!r}")
+    return list(dict.fromkeys(seeds))
+
+
+def parse_names(text: str) -> list[str]:
+    """Split a comma list of world names, dropping empty pieces."""
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def default_jobs() -> int:
+    """Number of CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``persona-bench``."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Benchmark personalization from pairwise preferences (TutorDuel).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("worlds", help="list the rosters", description="List the TutorDuel rosters.")
+
+    run = sub.add_parser(
+        "run",
+        help="sweep worlds x seeds x policies",
+        description="Run every unfinished cell of worlds x seeds x policies into a JSONL file "
+        "(finished cells are skipped, so re-running resumes), then print the summary table.",
+    )
+    run.add_argument(
+        "--worlds",
+        default="dev",
+        help="comma list of roster ids or stored-world paths (default: dev)",
+    )
+    run.add_argument("--seeds", default="0-3", help="e.g. 0-31, 0,2,5 or 0-3,8 (default: 0-3)")
+    run.add_argument(
+        "--policies",
+        default=DEFAULT_POLICIES,
+        help="comma list of policy specs, e.g. random,coduel:gate=off,bank=16,"
+        f"my.py:MyPolicy (default: {DEFAULT_POLICIES})",
+    )
+    run.add_argument("--out", default="results.jsonl", help="results file (default: results.jsonl)")
+    run.add_argument(
+        "--jobs", type=_jobs, default=None, help="worker processes (default: number of CPUs)"
+    )
+    run.add_argument(
+        "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--format", choices=FORMATS, default="text", help="table format")
+
+    stats = sub.add_parser(
+        "stats",
+        help="summarize a results file",
+        description="Score and excess regret, mean ± s.e. over seeds, per world and policy.",
+    )
+    stats.add_argument("results", metavar="RESULTS", help="a JSONL results file")
+    stats.add_argument("--format", choices=FORMATS, default="text", help="table format")
+    stats.add_argument("--worlds", default=None, help="only these worlds (comma list)")
+    stats.add_argument(
+        "--policies",
+        default=None,
+        help="only these policies (comma list of specs); references are kept "
+        "unless some ref:... names are listed",
+    )
+    return parser
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def cmd_worlds(args: argparse.Namespace, out: TextIO) -> int:
+    """Print the roster table."""
+    header = ("id", "arrivals", "students", "topics", "seeds", "locked", "description")
+    rows = [
+        (
+            r.id,
+            str(r.arrivals),
+            r.students,
+            r.topics,
+            str(r.seeds),
+            "yes" if r.locked else "no",
+            r.description,
+        )
+        for r in ROSTERS.values()
+    ]
+    widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header) - 1)]
+    for row in [header, *rows]:
+        cells = [cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)]
+        out.write("  ".join([*cells, row[-1]]) + "\n")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the sweep and print the summary table of the requested grid."""
+    rows = sweep(
+        parse_names(args.worlds),
+        parse_seeds(args.seeds),
+        split_specs(args.policies),
+        args.out,
+        jobs=args.jobs or default_jobs(),
+        allow_test=args.allow_test,
+        progress=not args.no_progress,
+    )
+    out.write(format_table(summarize_rows(rows), args.format))
+    return 0
+
+
+def _policy_names(text: str) -> set[str]:
+    """Names a ``--policies`` filter matches: as given, and canonical when it parses as a spec."""
+    names = set()
+    for spec in split_specs(text):
+        names.add(spec)
+        try:
+            names.add(str(parse_spec(spec)))
+        except SpecError:
+            pass
+    return names
+
+
+def filter_rows(
+    rows: list[dict[str, Any]], worlds: str | None, policies: str | None
+) -> list[dict[str, Any]]:
+    """Keep the rows of the listed worlds and policies (references stay unless ``ref:`` names
+    are listed)."""
+    if worlds:
+        keep_worlds = {world_label(w) for w in parse_names(worlds)}
+        rows = [r for r in rows if r.get("world") in keep_worlds]
+    if policies:
+        names = _policy_names(policies)
+        refs_listed = any(n.startswith("ref:") for n in names)
+        rows = [
+            r
+            for r in rows
+            if r.get("policy") in names or (r.get("kind") == "reference" and not refs_listed)
+        ]
+    return rows
+
+
+def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    """Summarize a results file."""
+    if not os.path.isfile(args.results):
+        raise ResultsFileError(f"results file {args.results} does not exist")
+    rows = filter_rows(ResultsStore(args.results, repair=False).rows(), args.worlds, args.policies)
+    if not rows:
+        print(f"{PROG}: no rows in {args.results} match the filters", file=sys.stderr)
+        return 1
+    out.write(format_table(summarize_rows(rows), args.format))
+    return 0
+
+
+COMMANDS = {"worlds": cmd_worlds, "run": cmd_run, "stats": cmd_stats}
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Print warnings as one ``persona-bench: warning: ...`` line (no source location)."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``persona-bench``; returns the exit status.
+
+    Args:
+        argv: Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        0 on success, 1 when ``stats`` finds no matching rows, 2 on a usage or persona-bench
+        error, 130 when interrupted.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return COMMANDS[args.command](args, sys.stdout)
+        except PersonaBenchError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"\n{PROG}: interrupted{_resume_hint(args)}", file=sys.stderr)
+            return 130
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    if args.command != "run":
+        return ""
+    return f"; finished rows are kept in {args.out}, and re-running the same command resumes"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

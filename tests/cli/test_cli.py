@@ -1,0 +1,217 @@
+"""The persona-bench command: subcommands, output, exit codes, error messages."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pb_toys import BAD_ARRIVAL, BAD_ROUND, strip_wall
+from persona_bench.cli import main as cli
+from persona_bench.cli.main import main, parse_seeds
+from persona_bench.core.errors import SpecError
+from persona_bench.runner.store import ResultsStore
+from persona_bench.stats.references import REFERENCES
+
+
+def _run(toy_world: str, out: Path, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--worlds",
+        toy_world,
+        "--seeds",
+        "0-1",
+        "--policies",
+        "random",
+        "--out",
+        str(out),
+        "--jobs",
+        "1",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def test_worlds_lists_the_rosters(capsys):
+    assert main(["worlds"]) == 0
+    out = capsys.readouterr().out
+    header, *rows = out.splitlines()
+    assert header.split()[:6] == ["id", "arrivals", "students", "topics", "seeds", "locked"]
+    assert any(r.startswith("dev ") and " no " in r for r in rows)
+    assert any(r.startswith("test-topics ") and " yes " in r for r in rows)
+
+
+def test_console_script_worlds():
+    exe = shutil.which("persona-bench")
+    cmd = [exe, "worlds"] if exe else [sys.executable, "-m", "persona_bench.cli.main", "worlds"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "control-scrambled" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "seeds"),
+    [
+        ("0-31", list(range(32))),
+        ("0,2,5", [0, 2, 5]),
+        ("0-3,8", [0, 1, 2, 3, 8]),
+        ("3", [3]),
+        ("1,1,0-1", [1, 0]),
+    ],
+)
+def test_parse_seeds(text, seeds):
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["", "a", "3-1", "0-x", "-1", ","])
+def test_parse_seeds_rejects(text):
+    with pytest.raises(SpecError, match="seeds"):
+        parse_seeds(text)
+
+
+def test_run_prints_the_table_and_reruns_identically(toy_world, tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    assert main(_run(toy_world, out)) == 0
+    printed = capsys.readouterr().out
+    assert f"world: {toy_world}" in printed
+    assert "ref:oracle-user [ref]" in printed and "\nrandom " in printed
+    rows = ResultsStore(out).rows()
+    assert len(rows) == 2 * (1 + len(REFERENCES))
+    before = out.read_bytes()
+    assert main(_run(toy_world, out)) == 0
+    assert capsys.readouterr().out == printed
+    assert out.read_bytes() == before
+
+
+def test_run_with_two_jobs_matches_one(toy_world, tmp_path, capsys):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    assert main(_run(toy_world, a)) == 0
+    assert main([*_run(toy_world, b), "--jobs", "2"]) == 0
+    assert strip_wall(ResultsStore(a).rows()) == strip_wall(ResultsStore(b).rows())
+
+
+def test_run_splits_policy_settings(toy_world, user_policies, tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    spec = f"random,{user_policies}:Fixed:b=2,a=0"
+    assert main([*_run(toy_world, out), "--policies", spec, "--format", "md"]) == 0
+    printed = capsys.readouterr().out
+    assert "| random |" in printed
+    policies = {r["policy"] for r in ResultsStore(out).rows()}
+    assert f"{user_policies}:Fixed:a=0,b=2" in policies
+
+
+def _error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--worlds", "nope"], "unknown roster 'nope'. Known rosters: dev, test-topics"),
+        (["--policies", "nope"], "unknown policy 'nope'. Known polic"),
+        (["--policies", "random:oops"], "setting 'oops' in 'random:oops' is not of the form"),
+        (["--worlds", "test-quirky"], "locked held-out roster; pass allow_test=True (CLI: --allow"),
+        (["--seeds", "4-2"], "seeds: range '4-2' is empty"),
+    ],
+)
+def test_run_errors_exit_2_with_message(args, expected, toy_world, tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    assert main([*_run(toy_world, out), *args]) == 2
+    err = _error(capsys)
+    assert err.startswith("persona-bench: error: ")
+    assert expected in err
+    assert not out.exists()
+
+
+def test_unknown_policy_lists_known_ids(toy_world, tmp_path, capsys):
+    assert main([*_run(toy_world, tmp_path / "r.jsonl"), "--policies", "randon"]) == 2
+    err = _error(capsys)
+    assert "random" in err and "Did you mean 'random'?" in err
+
+
+@pytest.mark.parametrize("cls", ["Dup", "OutOfRange", "NonInteger", "Raises"])
+def test_policy_error_names_culprit_and_keeps_rows(cls, toy_world, user_policies, tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    spec = f"{user_policies}:{cls}"
+    assert main([*_run(toy_world, out), "--policies", f"random,{spec}"]) == 2
+    err = _error(capsys)
+    for part in (
+        f"policy '{spec}'",
+        f"world '{toy_world}'",
+        "seed 0",
+        f"arrival {BAD_ARRIVAL}",
+        f"round {BAD_ROUND}",
+    ):
+        assert part in err
+    assert ("policy", toy_world, 0, "random") in ResultsStore(out)
+
+
+def test_keyboard_interrupt_exits_130(monkeypatch, toy_world, tmp_path, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "sweep", interrupted)
+    assert main(_run(toy_world, tmp_path / "r.jsonl")) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "finished rows are kept" in err and "resumes" in err
+
+
+def test_stats_formats_and_filters(toy_world, user_policies, tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    fixed = f"{user_policies}:Fixed"
+    assert main([*_run(toy_world, out), "--policies", f"random,{fixed}"]) == 0
+    capsys.readouterr()
+    assert main(["stats", str(out), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {d["policy"] for d in data} == {"random", fixed, *REFERENCES}
+    assert all(d["n"] == 2 for d in data)
+    assert main(["stats", str(out), "--format", "csv", "--policies", "random"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("world,policy,kind,n")
+    assert {line.split(",")[1] for line in lines[1:]} == {"random", *REFERENCES}
+    assert main(["stats", str(out), "--policies", "ref:floor,random", "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    assert "*ref:floor*" in md and "| random |" in md and "oracle" not in md
+    assert main(["stats", str(out), "--worlds", toy_world + "/"]) == 0
+    assert "world: " in capsys.readouterr().out
+    assert main(["stats", str(out), "--worlds", "dev"]) == 1
+    assert "no rows" in capsys.readouterr().err
+
+
+def test_stats_corrupt_middle_line_exits_2(toy_world, tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    assert main(_run(toy_world, out)) == 0
+    lines = out.read_text().splitlines()
+    lines[2] = lines[2][:20]
+    out.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["stats", str(out)]) == 2
+    err = _error(capsys)
+    assert f"results file {out}, line 3" in err
+    assert main(_run(toy_world, out)) == 2  # run refuses too, and does not touch the file
+    assert out.read_text().splitlines()[2] == lines[2]
+
+
+def test_stats_truncated_last_line_warns_and_keeps_file(toy_world, tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    assert main(_run(toy_world, out)) == 0
+    data = out.read_bytes()[:-10]
+    out.write_bytes(data)
+    capsys.readouterr()
+    assert main(["stats", str(out)]) == 0
+    assert "persona-bench: warning: results file" in capsys.readouterr().err
+    assert out.read_bytes() == data
+
+
+def test_stats_missing_file_and_usage_errors(tmp_path, capsys):
+    assert main(["stats", str(tmp_path / "nope.jsonl")]) == 2
+    assert "does not exist" in _error(capsys)
+    assert main(["stats", "x", "--format", "html"]) == 2
+    assert main([]) == 2
+    assert main(["--help"]) == 0
