@@ -54,19 +54,30 @@ def laplace_step(
     # alpha solves f(alpha) = alpha - y + sigmoid(m + alpha s) = 0; f is increasing and the
     # root lies in (y - 1, y), so Newton steps that leave the bracket fall back to bisection
     # (plain Newton overshoots when s = z.Sigma.z is large and the click is surprising).
+    # (safeguarded Newton as in Numerical Recipes' rtsafe: bisect when the Newton point leaves
+    # the bracket or does not halve the step, which breaks the cycles plain Newton falls into)
     lo, hi = float(y) - 1.0, float(y)
     alpha = 0.0
-    for _ in range(newton_steps + 40):
+    dx = dx_old = 1.0
+    for _ in range(newton_steps + 60):
         p = _sigmoid(m + alpha * s)
         f = alpha - y + p
-        if abs(f) < 1e-13:
+        if abs(f) < 1e-12:
             break
         if f > 0:
             hi = alpha
         else:
             lo = alpha
-        step = alpha - f / (1.0 + s * p * (1.0 - p))
-        alpha = step if lo < step < hi else 0.5 * (lo + hi)
+        df = 1.0 + s * p * (1.0 - p)
+        out = ((alpha - hi) * df - f) * ((alpha - lo) * df - f) > 0
+        if out or abs(2.0 * f) > abs(dx_old * df):
+            dx_old, dx = dx, 0.5 * (hi - lo)
+            alpha = lo + dx
+        else:
+            dx_old, dx = dx, f / df
+            alpha -= dx
+        if abs(dx) < 1e-15:
+            break
     p = _sigmoid(m + alpha * s)
     w = p * (1.0 - p)
     new_mu = mu + alpha * sz

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from persona_bench.core.errors import LockedRosterError, PersonaBenchError, SpecError
@@ -198,6 +199,14 @@ def run_unit(unit: Unit) -> UnitResult:
     coordinator can store them before re-raising. Other exceptions propagate.
     """
     result = UnitResult(unit)
+    # Policies work on tiny matrices: threaded BLAS only adds overhead there, and with one
+    # worker per core it oversubscribes the machine (measured: CODuel runs 1.7x slower).
+    with threadpool_limits(limits=1):
+        _run_unit_cells(unit, result)
+    return result
+
+
+def _run_unit_cells(unit: Unit, result: UnitResult) -> None:
     try:
         world = _unit_world(unit)
         for spec in unit.policies:
@@ -207,7 +216,6 @@ def run_unit(unit: Unit) -> UnitResult:
                 result.rows.append({**row, "world": unit.world, "seed": unit.seed})
     except PersonaBenchError as exc:
         result.error = exc
-    return result
 
 
 def _record(store: ResultsStore, bar: Any, result: UnitResult) -> None:
