@@ -1,6 +1,11 @@
 """Policies: the protocol, the checker, loading by spec, and the built-in policies."""
 
-from persona_bench.policies import coduel, linear, random_pairs  # noqa: F401  (registers policies)
+from persona_bench.policies import (  # noqa: F401  (registers policies)
+    baselines,
+    coduel,
+    linear,
+    random_pairs,
+)
 from persona_bench.policies.base import Policy, PolicyProtocol, check_policy, validate_pair
 from persona_bench.policies.loading import POLICIES, canonical_spec, load_policy, resolve_policy
 
