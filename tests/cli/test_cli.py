@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from csv import DictReader
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,44 @@ def test_stats_missing_file_and_usage_errors(tmp_path, capsys):
     assert main(["stats", "x", "--format", "html"]) == 2
     assert main([]) == 2
     assert main(["--help"]) == 0
+
+
+def test_leaderboard_reads_finished_rows_and_writes_md_and_csv(toy_world, tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    assert main(_run(toy_world, results)) == 0  # random already finished for seeds 0-1
+    capsys.readouterr()
+    before = {(r["policy"], r["seed"]): r["wall_time"] for r in ResultsStore(results).rows()}
+    md, csv = tmp_path / "board.md", tmp_path / "board.csv"
+    args = [
+        "leaderboard",
+        "--worlds",
+        toy_world,
+        "--seeds",
+        "0-1",
+        "--policies",
+        "random,notransfer",
+        "--results",
+        str(results),
+        "--md",
+        str(md),
+        "--csv",
+        str(csv),
+        "--jobs",
+        "1",
+        "--no-progress",
+    ]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    rows = ResultsStore(results).rows()
+    # the finished random rows were read, not recomputed; notransfer was added
+    assert {(r["policy"], r["seed"]): r["wall_time"] for r in rows if r["policy"] == "random"} == {
+        k: v for k, v in before.items() if k[0] == "random"
+    }
+    assert sum(r["policy"] == "notransfer" for r in rows) == 2
+    table = md.read_text()
+    assert "*ref:oracle-user*" in table and "| notransfer |" in table.replace("  ", " ")
+    table_rows = list(DictReader(csv.read_text().splitlines()))
+    assert {r["policy"] for r in table_rows} >= {"random", "notransfer", "ref:oracle-user"}
+    scores = [float(r["score_mean"]) for r in table_rows]
+    assert scores == sorted(scores, reverse=True)  # sorted by score
+    assert f"wrote {md} and {csv}" in printed

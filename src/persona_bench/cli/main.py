@@ -4,6 +4,7 @@ Subcommands::
 
     persona-bench worlds                      the roster table
     persona-bench run [--worlds ...] ...      sweep worlds x seeds x policies, print the table
+    persona-bench leaderboard [...]           run or read a grid, write the leaderboard
     persona-bench stats RESULTS [--format]    summarize a results file
 
 Errors raised on purpose by persona-bench print ``persona-bench: error: <message>`` and exit
@@ -29,6 +30,11 @@ from persona_bench.worlds.rosters import ROSTERS
 
 PROG = "persona-bench"
 DEFAULT_POLICIES = "random,notransfer,pooled"
+LEADERBOARD_WORLDS = "test-profiles,test-composite,test-quirky"
+LEADERBOARD_POLICIES = (
+    "random,notransfer,pooled,coduel,rucb,colstim,maxinp,coldb,dts-laplace,maxpair-ucb,"
+    "meta-ts,hier-ts"
+)
 
 
 # -- argument parsing helpers ----------------------------------------------------------------
@@ -121,6 +127,33 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--format", choices=FORMATS, default="text", help="table format")
 
+    board = sub.add_parser(
+        "leaderboard",
+        help="run or read a grid and write the leaderboard",
+        description="Run every unfinished cell (finished rows are read from RESULTS), then print "
+        "the leaderboard per roster: score and excess regret, mean ± s.e. over seeds, sorted, "
+        "reference rows marked; also written as Markdown and CSV.",
+    )
+    board.add_argument(
+        "--worlds", default=LEADERBOARD_WORLDS, help=f"default: {LEADERBOARD_WORLDS}"
+    )
+    board.add_argument("--seeds", default="0-31", help="default: 0-31")
+    board.add_argument("--policies", default=LEADERBOARD_POLICIES, help="comma list of specs")
+    board.add_argument(
+        "--results", default="results.jsonl", help="results file (read and extended)"
+    )
+    board.add_argument(
+        "--md", default="leaderboard.md", help="Markdown output (default: %(default)s)"
+    )
+    board.add_argument("--csv", default="leaderboard.csv", help="CSV output (default: %(default)s)")
+    board.add_argument(
+        "--jobs", type=_jobs, default=None, help="worker processes (default: number of CPUs)"
+    )
+    board.add_argument(
+        "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
+    )
+    board.add_argument("--no-progress", action="store_true", help="no progress bar")
+
     stats = sub.add_parser(
         "stats",
         help="summarize a results file",
@@ -178,6 +211,26 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the grid (resuming from the results file) and write the leaderboard."""
+    rows = sweep(
+        parse_names(args.worlds),
+        parse_seeds(args.seeds),
+        split_specs(args.policies),
+        args.results,
+        jobs=args.jobs or default_jobs(),
+        allow_test=args.allow_test,
+        progress=not args.no_progress,
+    )
+    summary = summarize_rows(rows)
+    for path, fmt in ((args.md, "md"), (args.csv, "csv")):
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(format_table(summary, fmt))
+    out.write(format_table(summary, "text"))
+    out.write(f"\nwrote {args.md} and {args.csv}\n")
+    return 0
+
+
 def _policy_names(text: str) -> set[str]:
     """Names a ``--policies`` filter matches: as given, and canonical when it parses as a spec."""
     names = set()
@@ -221,7 +274,12 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-COMMANDS = {"worlds": cmd_worlds, "run": cmd_run, "stats": cmd_stats}
+COMMANDS = {
+    "worlds": cmd_worlds,
+    "run": cmd_run,
+    "leaderboard": cmd_leaderboard,
+    "stats": cmd_stats,
+}
 
 
 def _show_warning(
@@ -264,9 +322,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
-    if args.command != "run":
+    store = {"run": "out", "leaderboard": "results"}.get(args.command)
+    if store is None:
         return ""
-    return f"; finished rows are kept in {args.out}, and re-running the same command resumes"
+    path = getattr(args, store)
+    return f"; finished rows are kept in {path}, and re-running the same command resumes"
 
 
 if __name__ == "__main__":
