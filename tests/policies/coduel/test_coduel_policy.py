@@ -392,3 +392,29 @@ def test_the_same_seed_gives_identical_choices(world, spec):
 def test_switch_settings_accept_only_on_and_off(value):
     with pytest.raises(SpecError, match="gate must be on or off"):
         load_policy(f"coduel:gate={value}")
+
+
+def test_population_learns_on_other_feature_layouts():
+    """With features that are not [e_p, g] (d != K + 1), recalibration is off but the population
+    model still learns from the clicks as shown: two planted user types give learned
+    components and the gate can open."""
+    from persona_bench.core.rng import stream
+
+    rng = stream(3, "tests", "generic-layout")
+    n, s, k, d = 60, 24, 6, 4
+    phi = rng.normal(size=(n, s, k, d))
+    types = np.array([[2.0, -2.0, 1.0, 0.0], [-2.0, 2.0, 0.0, 1.0]])
+    theta = types[np.arange(n) % 2]
+    policy = load_policy("coduel:pair=greedy")
+    policy.reset(stream(3, "policy"), policy_context(n, s, k, d))
+    for a in range(n):
+        policy.start_student()
+        for r in range(s):
+            i, j = validate_pair(policy.select(phi[a, r]), k)
+            util = phi[a, r] @ theta[a]
+            policy.update(int(rng.random() < 1 / (1 + np.exp(-(util[i] - util[j])))))
+        policy.end_student()
+    assert policy.matrix is None
+    assert np.abs(policy.h).sum() > 0  # summaries carry the clicks
+    assert policy.pop.n_learned >= 2
+    assert policy.gate_open

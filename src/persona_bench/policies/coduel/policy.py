@@ -159,6 +159,7 @@ class CODuel(Policy):
         self._raw_fit: np.ndarray | None = None  # last unscaled fit, the next fit's start
         # completed sessions: raw rater scores, pairs and outcomes, padded to S rounds
         self.log_g: list[np.ndarray] = []
+        self.log_z: list[np.ndarray] = []  # click features as shown (other feature layouts)
         self.log_first: list[np.ndarray] = []
         self.log_second: list[np.ndarray] = []
         self.log_y: list[np.ndarray] = []
@@ -175,6 +176,7 @@ class CODuel(Policy):
         self.solo = LaplaceBelief.isotropic(self.d, self.prior_var)
         self.session_llr = 0.0
         self.s_g: list[np.ndarray] = []
+        self.s_z: list[np.ndarray] = []
         self.s_first: list[int] = []
         self.s_second: list[int] = []
         self.s_y: list[int] = []
@@ -203,6 +205,8 @@ class CODuel(Policy):
             pair = greedy_pair(phi @ self.solo.mu + jitter)
         self._last = (pair[0], pair[1], phi[pair[0]] - phi[pair[1]])
         self.s_g.append(np.array(Phi[:, -1], dtype=float))
+        if not self.layout_ok:
+            self.s_z.append(self._last[2])
         self.recent.append(np.array(Phi, dtype=float))
         if len(self.recent) > self.bank:
             self.recent.pop(0)
@@ -231,6 +235,11 @@ class CODuel(Policy):
         if rounds:
             g[:rounds] = np.stack(self.s_g[:rounds])
         self.log_g.append(g)
+        if not self.layout_ok:
+            z = np.zeros((self.S, self.d))
+            if rounds:
+                z[:rounds] = np.stack(self.s_z[:rounds])
+            self.log_z.append(z)
         self.log_first.append(np.r_[self.s_first, np.zeros(max(pad, 0), int)].astype(int))
         self.log_second.append(np.r_[self.s_second, np.ones(max(pad, 0), int)].astype(int))
         self.log_y.append(np.r_[self.s_y, -np.ones(max(pad, 0), int)].astype(int))
@@ -265,13 +274,11 @@ class CODuel(Policy):
         eye = np.eye(self.K)
         if self.layout_ok:
             gg = g if self.matrix is None else np.einsum("pq,nsq->nsp", self.matrix, g)
-            rows = np.arange(self.S)
             gi = np.take_along_axis(gg, first[..., None], axis=2)[..., 0]
             gj = np.take_along_axis(gg, second[..., None], axis=2)[..., 0]
             z = np.concatenate([eye[first] - eye[second], (gi - gj)[..., None]], axis=-1)
-            del rows
-        else:  # generic features: recalibration off, z from the stored last column only
-            z = np.zeros((len(users), self.S, self.d))
+        else:  # other feature layouts: no recalibration, the stored click features as shown
+            z = np.stack([self.log_z[u] for u in users])
         valid = y >= 0
         z = z * valid[..., None]
         return z, np.where(valid, y, 0)
