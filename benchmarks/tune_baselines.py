@@ -19,11 +19,13 @@ from persona_bench.runner.sweep import sweep
 
 META_VARS = (0.5, 1.0, 2.0)
 GRID: dict[str, list[str]] = {
-    "rucb": [f"rucb:alpha={a}" for a in (0.1, 0.3, 0.51, 1.0)],
-    "colstim": [f"colstim:c={c},scale={s}" for c in (0.5, 1.0, 2.0) for s in (0.25, 0.5, 1.0)],
-    "maxinp": [f"maxinp:beta={b}" for b in (0.25, 0.5, 1.0, 2.0)],
-    "coldb": [f"coldb:beta={b},threshold={t}" for b in (0.5, 1.0) for t in (0.5, 0.75, 1.0, 1.5)],
-    "dts-laplace": [f"dts-laplace:scale={s}" for s in (0.25, 0.5, 1.0)],
+    "rucb": [f"rucb:alpha={a}" for a in (0.01, 0.03, 0.1, 0.3, 0.51, 1.0)],
+    "colstim": [f"colstim:c={c},scale={s}" for c in (0.5, 1.0, 2.0) for s in (0.1, 0.25, 0.5, 1.0)],
+    "maxinp": [f"maxinp:beta={b}" for b in (0.1, 0.25, 0.5, 1.0, 2.0)],
+    "coldb": [
+        f"coldb:beta={b},threshold={t}" for b in (0.5, 1.0) for t in (0.25, 0.5, 0.75, 1.0, 1.5)
+    ],
+    "dts-laplace": [f"dts-laplace:scale={s}" for s in (0.1, 0.25, 0.5, 1.0)],
     "maxpair-ucb": [f"maxpair-ucb:beta={b}" for b in (0.25, 0.5, 1.0, 2.0)],
     "meta-ts": [
         f"meta-ts:meta_var={v},rule={r}" for r in ("ts", "greedy") for v in (0.5, 1.0, 2.0)

@@ -166,7 +166,7 @@ def test_rucb_matrix_matches_the_explicit_formula():
 
 
 def test_rucb_state_is_pooled_and_its_matrix_tracks_the_clicks():
-    policy = load_policy("rucb")
+    policy = load_policy("rucb:alpha=0.51")
     rng = np.random.default_rng(4)
     phis = _persona_features(rng, 3, 10)
     pairs = _drive(policy, np.zeros((3, 7)), phis)

@@ -82,9 +82,10 @@ class COLDB(Policy):
     Newton steps on the merged component's clicks.
 
     Args:
-        threshold: Multiplier of the CLUB radius in the edge test (default 1.0; on ``dev``
+        threshold: Multiplier of the CLUB radius in the edge test (default 0.5, tuned on
+            ``dev``; on ``dev``
             larger values join almost every user into one component, smaller ones almost none).
-        beta: Width multiplier of the pair rule (default 1.0).
+        beta: Width multiplier of the pair rule (default 0.5, tuned on ``dev``).
         prior_var: Prior variance of theta (default 1.0).
         refit: Newton steps of the pooled logistic fit per arrival (default 2; 0 = sum of
             the members' Laplace summaries only).
@@ -94,8 +95,8 @@ class COLDB(Policy):
 
     def __init__(
         self,
-        threshold: float = 1.0,
-        beta: float = 1.0,
+        threshold: float = 0.5,
+        beta: float = 0.5,
         prior_var: float = 1.0,
         refit: int = 2,
     ) -> None:

@@ -111,14 +111,15 @@ class CoLSTIM(UserLaplacePolicy):
     Update: one Laplace step on ``z = phi_i - phi_j`` (prior restarts for every user).
 
     Args:
-        c: Width multiplier for the competitor (default 1.0).
-        scale: Scale of the Gumbel perturbation of the first arm (default 1.0; 0 = greedy).
+        c: Width multiplier for the competitor (default 0.5, tuned on ``dev``).
+        scale: Scale of the Gumbel perturbation of the first arm (default 0.1, tuned on
+            ``dev``; 0 = greedy).
         prior_var: Prior variance of theta (default 1.0).
     """
 
     name = "colstim"
 
-    def __init__(self, c: float = 1.0, scale: float = 1.0, prior_var: float = 1.0) -> None:
+    def __init__(self, c: float = 0.5, scale: float = 0.1, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
         self.c = float(positive("c", c, allow_zero=True))
         self.scale = float(positive("scale", scale, allow_zero=True))
@@ -142,13 +143,13 @@ class MaxInP(UserLaplacePolicy):
     Update: one Laplace step on ``z = phi_i - phi_j`` (prior restarts for every user).
 
     Args:
-        beta: Confidence multiplier of the candidate set (default 1.0).
+        beta: Confidence multiplier of the candidate set (default 0.25, tuned on ``dev``).
         prior_var: Prior variance of theta (default 1.0).
     """
 
     name = "maxinp"
 
-    def __init__(self, beta: float = 1.0, prior_var: float = 1.0) -> None:
+    def __init__(self, beta: float = 0.25, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
         self.beta = float(positive("beta", beta, allow_zero=True))
 
@@ -176,13 +177,13 @@ class MaxPairUCB(UserLaplacePolicy):
     Update: one Laplace step on ``z = phi_i - phi_j`` (prior restarts for every user).
 
     Args:
-        beta: Width multiplier (default 1.0; 0 = greedy top two).
+        beta: Width multiplier (default 0.5, tuned on ``dev``; 0 = greedy top two).
         prior_var: Prior variance of theta (default 1.0).
     """
 
     name = "maxpair-ucb"
 
-    def __init__(self, beta: float = 1.0, prior_var: float = 1.0) -> None:
+    def __init__(self, beta: float = 0.5, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
         self.beta = float(positive("beta", beta, allow_zero=True))
 

@@ -90,14 +90,14 @@ class DuelingTSLaplace(UserLaplacePolicy):
     restarts for every user (no transfer).
 
     Args:
-        scale: Posterior inflation of the draws (default 1.0).
+        scale: Posterior inflation of the draws (default 0.1, tuned on ``dev``).
         draws: Maximum draws for the second persona (default 10).
         prior_var: Prior variance of theta (default 1.0).
     """
 
     name = "dts-laplace"
 
-    def __init__(self, scale: float = 1.0, draws: int = 10, prior_var: float = 1.0) -> None:
+    def __init__(self, scale: float = 0.1, draws: int = 10, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
         self.scale = float(positive("scale", scale))
         self.draws = _check_draws(draws)
@@ -205,11 +205,17 @@ class MetaTS(_SharedMeanPolicy):
     Args:
         prior_var: Within-population variance of theta around the shared mean (default 1.0).
         meta_var: Prior variance of the shared mean (default 1.0).
-        rule: ``ts`` | ``dts`` | ``greedy`` (default ``ts``).
+        rule: ``ts`` | ``dts`` | ``greedy`` (default ``greedy``, tuned on ``dev``; ``ts`` is the
+            paper's in-task learner).
         draws: Maximum second draws of the ``dts`` rule (default 10).
     """
 
     name = "meta-ts"
+
+    def __init__(
+        self, prior_var: float = 1.0, meta_var: float = 1.0, rule: str = "greedy", draws: int = 10
+    ) -> None:
+        super().__init__(prior_var=prior_var, meta_var=meta_var, rule=rule, draws=draws)
 
     def _user_prior_mean(self) -> np.ndarray:
         mean, cov = self.meta_posterior()
@@ -250,12 +256,18 @@ class HierTS(_SharedMeanPolicy):
 
     Args:
         prior_var: Within-population variance of theta around the shared mean (default 1.0).
-        meta_var: Prior variance of the shared mean (default 1.0).
-        rule: ``ts`` | ``dts`` | ``greedy`` (default ``ts``).
+        meta_var: Prior variance of the shared mean (default 0.5, tuned on ``dev``).
+        rule: ``ts`` | ``dts`` | ``greedy`` (default ``greedy``, tuned on ``dev``; ``ts`` is the
+            paper's in-task learner).
         draws: Maximum second draws of the ``dts`` rule (default 10).
     """
 
     name = "hier-ts"
+
+    def __init__(
+        self, prior_var: float = 1.0, meta_var: float = 0.5, rule: str = "greedy", draws: int = 10
+    ) -> None:
+        super().__init__(prior_var=prior_var, meta_var=meta_var, rule=rule, draws=draws)
 
     def _user_prior_mean(self) -> np.ndarray:
         return self.meta_posterior()[0]
