@@ -311,7 +311,7 @@ def test_maxpair_ucb_picks_the_argmax_pair_of_the_explicit_score():
 def test_dts_first_arm_is_the_posterior_probability_of_being_best():
     mu = np.array([0.5, 0.3, 0.0, -0.2])
     sigma = 0.3 * np.eye(4)
-    policy = load_policy("dts-laplace")
+    policy = load_policy("dts-laplace:scale=1.0")
     policy.reset(np.random.default_rng(12), policy_context(1, 1, 4, 4))
     policy.start_student()
     policy.belief = LaplaceBelief(mu, sigma)
