@@ -113,10 +113,11 @@ class DuelingTSLaplace(UserLaplacePolicy):
         return dueling_ts_pair(Phi, draw, _JITTER * rng.random(self.K), self.draws)
 
 
-class _SharedMeanPolicy(Policy):
+class _SharedMeanPolicy(UserLaplacePolicy):
     """State shared by ``meta-ts`` and ``hier-ts``: the posterior of the users' shared mean,
     in information form (precision ``(d, d)``, information ``(d,)``), built from completed
-    users' marginal likelihood summaries."""
+    users' marginal likelihood summaries. Each user's belief starts at ``N(m, prior_var I)``
+    with ``m`` from :meth:`_user_prior_mean`; clicks update it as in the per-user baselines."""
 
     name = "shared-mean"
 
@@ -127,13 +128,14 @@ class _SharedMeanPolicy(Policy):
         rule: str = "ts",
         draws: int = 10,
     ) -> None:
-        self.prior_var = float(positive("prior_var", prior_var))
+        super().__init__(prior_var)
         self.meta_var = float(positive("meta_var", meta_var))
         self.rule = choice("rule", rule, RULES)
         self.draws = _check_draws(draws)
 
     def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
-        super().reset(rng, context)
+        # the first user's belief is built in start_student, once the shared mean is drawn
+        Policy.reset(self, rng, context)
         eye = np.eye(self.d)
         self.prior_prec = eye / self.prior_var  # Sigma0^{-1}
         self.meta_prec = eye / self.meta_var  # posterior precision of the shared mean
@@ -154,28 +156,12 @@ class _SharedMeanPolicy(Policy):
         h = post_prec @ self.belief.mu - self.prior_prec @ self.user_prior_mean
         return marginal_summary(lam, h, self.prior_prec, post_cov)
 
-    def start_student(self) -> None:
+    def _fresh_belief(self) -> LaplaceBelief:
         self.user_prior_mean = self._user_prior_mean()
-        self.belief = LaplaceBelief(self.user_prior_mean, self.prior_var * np.eye(self.d))
-        self._last = None
+        return LaplaceBelief(self.user_prior_mean, self.prior_var * np.eye(self.d))
 
     def _user_prior_mean(self) -> np.ndarray:
         raise NotImplementedError
-
-    def select(self, Phi: np.ndarray) -> tuple[int, int]:
-        phi = np.asarray(Phi, dtype=float)
-        i, j = self._choose(phi)
-        self._last = phi[i] - phi[j]
-        return int(i), int(j)
-
-    def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
-        raise NotImplementedError
-
-    def update(self, outcome: int) -> None:
-        if self._last is None:
-            raise RuntimeError(f"{self.name}: update() called before select()")
-        self.belief.observe(self._last, int(outcome))
-        self._last = None
 
     def end_student(self) -> None:
         prec, info = self._user_summary()
