@@ -29,7 +29,7 @@ from persona_bench.stats.table import FORMATS, format_table, summarize_rows
 from persona_bench.worlds.rosters import ROSTERS
 
 PROG = "persona-bench"
-DEFAULT_POLICIES = "random,notransfer,pooled"
+DEFAULT_POLICIES = "random,notransfer,pooled,coduel"
 LEADERBOARD_WORLDS = "test-profiles,test-composite,test-quirky"
 LEADERBOARD_POLICIES = (
     "random,notransfer,pooled,coduel,rucb,colstim,maxinp,coldb,dts-laplace,maxpair-ucb,"
