@@ -257,3 +257,20 @@ def test_leaderboard_reads_finished_rows_and_writes_md_and_csv(toy_world, tmp_pa
     scores = [float(r["score_mean"]) for r in table_rows]
     assert scores == sorted(scores, reverse=True)  # sorted by score
     assert f"wrote {md} and {csv}" in printed
+
+
+def test_stats_competitor_prints_paired_gains(toy_world, tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    run = _run(toy_world, results)
+    run[run.index("random")] = "random,notransfer"
+    assert main(run) == 0
+    capsys.readouterr()
+    assert main(["stats", str(results), "--competitor", "random", "--format", "csv"]) == 0
+    printed = capsys.readouterr().out
+    header = "world,policy,competitor,n,change_mean,t_lo,t_hi,boot_lo,boot_hi"
+    assert header in printed.splitlines()
+    gains = printed.split(header + "\n", 1)[1].splitlines()
+    assert len(gains) == 1 and gains[0].split(",")[1:4] == ["notransfer", "random", "2"]
+    assert float(gains[0].split(",")[4]) < 0  # notransfer has less regret than random
+    assert main(["stats", str(results), "--competitor", "nope"]) == 2
+    assert "competitor 'nope' has no rows" in capsys.readouterr().err

@@ -14,6 +14,7 @@ with status 2; an interrupted run exits with 130 and keeps its finished rows.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import warnings
@@ -25,6 +26,7 @@ from persona_bench.core.errors import PersonaBenchError, ResultsFileError, SpecE
 from persona_bench.core.registry import parse_spec, split_specs
 from persona_bench.runner.store import ResultsStore
 from persona_bench.runner.sweep import sweep, world_label
+from persona_bench.stats.paired import paired_gains
 from persona_bench.stats.table import FORMATS, format_table, summarize_rows
 from persona_bench.worlds.rosters import ROSTERS
 
@@ -161,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats.add_argument("results", metavar="RESULTS", help="a JSONL results file")
     stats.add_argument("--format", choices=FORMATS, default="text", help="table format")
+    stats.add_argument(
+        "--competitor",
+        default=None,
+        help="also print each policy's paired relative change in excess regret vs this policy "
+        "(e.g. random, notransfer), with 95%% t and bootstrap intervals over seeds",
+    )
     stats.add_argument("--worlds", default=None, help="only these worlds (comma list)")
     stats.add_argument(
         "--policies",
@@ -271,7 +279,61 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{PROG}: no rows in {args.results} match the filters", file=sys.stderr)
         return 1
     out.write(format_table(summarize_rows(rows), args.format))
+    if args.competitor:
+        pool = filter_rows(ResultsStore(args.results, repair=False).rows(), args.worlds, None)
+        try:
+            gains = paired_gains([r for r in pool if r.get("kind") == "policy"], args.competitor)
+        except ValueError as exc:
+            raise SpecError(f"--competitor: {exc}") from None
+        if args.policies:
+            names = _policy_names(args.policies)
+            gains = [g for g in gains if g["policy"] in names]
+        out.write(format_gains(gains, args.format))
     return 0
+
+
+def format_gains(gains: list[dict[str, Any]], fmt: str) -> str:
+    """Paired relative changes in excess regret as text, Markdown, CSV or JSON."""
+    if fmt == "json":
+        return json.dumps(gains, indent=2) + "\n"
+    fields = (
+        "world",
+        "policy",
+        "competitor",
+        "n",
+        "change_mean",
+        "t_lo",
+        "t_hi",
+        "boot_lo",
+        "boot_hi",
+    )
+    if fmt == "csv":
+        lines = [",".join(fields)]
+        lines += [",".join(str(g[f]) for f in fields) for g in gains]
+        return "\n".join(lines) + "\n"
+    title = f"paired change in excess regret vs {gains[0]['competitor']}" if gains else ""
+    if fmt == "md":
+        lines = [
+            "",
+            f"**{title}**",
+            "",
+            "| world | policy | seeds | change | 95% t | 95% bootstrap |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {g['world']} | {g['policy']} | {g['n']} | {g['change_mean']:+.1f}% | "
+            f"[{g['t_lo']:+.1f}, {g['t_hi']:+.1f}] | [{g['boot_lo']:+.1f}, {g['boot_hi']:+.1f}] |"
+            for g in gains
+        ]
+        return "\n".join(lines) + "\n"
+    lines = ["", title]
+    lines += [
+        f"{g['world']:22s} {g['policy']:30s} n={g['n']:<3d} {g['change_mean']:+7.1f}%  "
+        f"t [{g['t_lo']:+.1f}, {g['t_hi']:+.1f}]  bootstrap [{g['boot_lo']:+.1f}, "
+        f"{g['boot_hi']:+.1f}]"
+        for g in gains
+    ]
+    return "\n".join(lines) + "\n"
 
 
 COMMANDS = {
