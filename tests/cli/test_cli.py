@@ -274,3 +274,30 @@ def test_stats_competitor_prints_paired_gains(toy_world, tmp_path, capsys):
     assert float(gains[0].split(",")[4]) < 0  # notransfer has less regret than random
     assert main(["stats", str(results), "--competitor", "nope"]) == 2
     assert "competitor 'nope' has no rows" in capsys.readouterr().err
+
+
+def test_stats_by_profile_breaks_a_policy_down_by_hidden_profile(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    args = [
+        "run",
+        "--worlds",
+        "dev",
+        "--seeds",
+        "0",
+        "--policies",
+        "notransfer",
+        "--out",
+        str(results),
+        "--jobs",
+        "1",
+        "--no-progress",
+    ]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(["stats", str(results), "--by-profile", "notransfer", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("world,policy,profile,arrivals,excess_mean,excess_se")
+    table = [line.split(",") for line in lines[start + 1 :]]
+    assert len(table) == 8 and sum(int(r[3]) for r in table) == 300
+    assert main(["stats", str(results), "--by-profile", "pooled"]) == 2
+    assert "no rows for policy 'pooled'" in capsys.readouterr().err

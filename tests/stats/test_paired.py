@@ -79,3 +79,22 @@ def test_learning_curve_averages_smoothed_seeds_with_a_band():
     assert np.all(curve["lo"] <= curve["mean"]) and np.all(curve["mean"] <= curve["hi"])
     with pytest.raises(ValueError, match="no rows"):
         learning_curve(rows, "w", "other")
+
+
+def test_profile_breakdown_groups_arrivals_by_hidden_profile():
+    from persona_bench.runner.cell import run_cell
+    from persona_bench.stats.paired import profile_breakdown
+    from persona_bench.worlds import get_world
+
+    worlds = {s: get_world("dev", s) for s in (0, 1)}
+    rows = [run_cell(worlds[s], "notransfer") for s in (0, 1)]
+    table = profile_breakdown(rows, worlds.__getitem__, "notransfer")
+    assert len(table) == 8  # the 8 development profiles
+    assert sum(e["arrivals"] for e in table) == 2 * 300
+    means = [e["excess_mean"] for e in table]
+    assert means == sorted(means, reverse=True)
+    # the pooled mean over profiles equals the mean excess per arrival over both runs
+    total = sum(e["excess_mean"] * e["arrivals"] for e in table) / 600
+    assert total == pytest.approx(np.mean([r["excess"] / 300 for r in rows]))
+    with pytest.raises(ValueError, match="no rows"):
+        profile_breakdown(rows, worlds.__getitem__, "other")

@@ -26,9 +26,9 @@ from persona_bench.core.errors import PersonaBenchError, ResultsFileError, SpecE
 from persona_bench.core.registry import parse_spec, split_specs
 from persona_bench.runner.store import ResultsStore
 from persona_bench.runner.sweep import sweep, world_label
-from persona_bench.stats.paired import paired_gains
+from persona_bench.stats.paired import paired_gains, profile_breakdown
 from persona_bench.stats.table import FORMATS, format_table, summarize_rows
-from persona_bench.worlds.rosters import ROSTERS
+from persona_bench.worlds.rosters import ROSTERS, get_world
 
 PROG = "persona-bench"
 DEFAULT_POLICIES = "random,notransfer,pooled,coduel"
@@ -169,6 +169,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="also print each policy's paired relative change in excess regret vs this policy "
         "(e.g. random, notransfer), with 95%% t and bootstrap intervals over seeds",
     )
+    stats.add_argument(
+        "--by-profile",
+        metavar="POLICY",
+        default=None,
+        help="also print POLICY's excess regret per arrival by the students' hidden profile "
+        "(regenerates each world from its roster and seed)",
+    )
+    stats.add_argument(
+        "--allow-test", action="store_true", help="allow regenerating locked test-* rosters"
+    )
     stats.add_argument("--worlds", default=None, help="only these worlds (comma list)")
     stats.add_argument(
         "--policies",
@@ -289,7 +299,51 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
             names = _policy_names(args.policies)
             gains = [g for g in gains if g["policy"] in names]
         out.write(format_gains(gains, args.format))
+    if args.by_profile:
+        out.write(_profile_tables(rows, args))
     return 0
+
+
+def _profile_tables(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """Per-profile breakdown of one policy on every world in ``rows``."""
+    try:
+        policy = str(parse_spec(args.by_profile))
+    except SpecError:
+        policy = args.by_profile  # a file or module policy keeps its spec as written
+    parts = []
+    for world_name in dict.fromkeys(r["world"] for r in rows):
+        world_rows = [r for r in rows if r["world"] == world_name and r["policy"] == policy]
+        if not world_rows:
+            continue
+        table = profile_breakdown(
+            world_rows,
+            lambda seed, w=world_name: get_world(w, seed, allow_test=args.allow_test),
+            policy,
+        )
+        entries = [{"world": world_name, "policy": policy, **e} for e in table]
+        if args.format == "json":
+            parts.append(json.dumps(entries, indent=2))
+        elif args.format == "csv":
+            fields = ("world", "policy", "profile", "arrivals", "excess_mean", "excess_se")
+            parts.append(
+                "\n".join(
+                    [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
+                )
+            )
+        else:
+            lines = [
+                f"\n{policy} on {world_name}: excess regret per arrival by hidden profile "
+                "(worst served first)"
+            ]
+            lines += [
+                f"  {e['profile']:40s} {e['arrivals']:6d} arrivals  "
+                f"{e['excess_mean']:6.3f} ± {e['excess_se']:.3f}"
+                for e in entries
+            ]
+            parts.append("\n".join(lines))
+    if not parts:
+        raise SpecError(f"--by-profile: no rows for policy {policy!r}")
+    return "\n".join(parts) + "\n"
 
 
 def format_gains(gains: list[dict[str, Any]], fmt: str) -> str:

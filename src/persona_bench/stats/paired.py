@@ -141,3 +141,49 @@ def learning_curve(
         "hi": mean + half,
         "n": smooth.shape[0],
     }
+
+
+def profile_breakdown(
+    rows: Iterable[dict[str, Any]], world: Any, policy: str
+) -> list[dict[str, Any]]:
+    """Excess regret per arrival of ``policy``, grouped by the students' hidden profile.
+
+    Args:
+        rows: Result rows.
+        world: A callable ``seed -> World`` (e.g. ``lambda s: get_world("dev", s)``) giving the
+            world of each seed, whose ``students`` carry the ``profile`` of every arrival.
+        policy: Canonical policy spec.
+
+    Returns:
+        Entries ``{profile, arrivals, excess_mean, excess_se}`` (excess regret per arrival,
+        pooled over seeds), worst served first.
+
+    Raises:
+        ValueError: if the policy has no rows.
+    """
+    per_profile: dict[str, list[float]] = defaultdict(list)
+    found = False
+    for row in rows:
+        if row["policy"] != policy or row.get("kind", "policy") != "policy":
+            continue
+        found = True
+        w = world(int(row["seed"]))
+        for arrival, excess in enumerate(row["excess_per_arrival"]):
+            student = w.students[int(w.student_index[arrival])] if w.students else {}
+            per_profile[str(student.get("profile", "unknown"))].append(float(excess))
+    if not found:
+        raise ValueError(f"no rows for policy {policy!r}")
+    out = []
+    for profile, values in per_profile.items():
+        arr = np.asarray(values)
+        se = float(arr.std(ddof=1) / np.sqrt(arr.size)) if arr.size > 1 else float("nan")
+        out.append(
+            {
+                "profile": profile,
+                "arrivals": arr.size,
+                "excess_mean": float(arr.mean()),
+                "excess_se": se,
+            }
+        )
+    out.sort(key=lambda e: -e["excess_mean"])
+    return out
