@@ -214,32 +214,29 @@ def cmd_worlds(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    """Run the sweep and print the summary table of the requested grid."""
-    rows = sweep(
+def _sweep_args(args: argparse.Namespace, results: str) -> list[dict[str, Any]]:
+    """Run the grid named by the shared ``run``/``leaderboard`` options into ``results``."""
+    return sweep(
         parse_names(args.worlds),
         parse_seeds(args.seeds),
         split_specs(args.policies),
-        args.out,
+        results,
         jobs=args.jobs or default_jobs(),
         allow_test=args.allow_test,
         progress=not args.no_progress,
     )
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the sweep and print the summary table of the requested grid."""
+    rows = _sweep_args(args, args.out)
     out.write(format_table(summarize_rows(rows), args.format))
     return 0
 
 
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
     """Run the grid (resuming from the results file) and write the leaderboard."""
-    rows = sweep(
-        parse_names(args.worlds),
-        parse_seeds(args.seeds),
-        split_specs(args.policies),
-        args.results,
-        jobs=args.jobs or default_jobs(),
-        allow_test=args.allow_test,
-        progress=not args.no_progress,
-    )
+    rows = _sweep_args(args, args.results)
     summary = summarize_rows(rows)
     for path, fmt in ((args.md, "md"), (args.csv, "csv")):
         with open(path, "w", encoding="utf-8") as handle:
