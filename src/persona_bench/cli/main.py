@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from persona_bench import __version__
+from persona_bench.cli import pages_cmd, report_cmd
 from persona_bench.core.errors import PersonaBenchError, ResultsFileError, SpecError
 from persona_bench.core.registry import parse_spec, split_specs
 from persona_bench.runner.store import ResultsStore
@@ -186,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="only these policies (comma list of specs); references are kept "
         "unless some ref:... names are listed",
     )
+    for module in (report_cmd, pages_cmd):
+        COMMANDS.update(module.register(sub))
     return parser
 
 

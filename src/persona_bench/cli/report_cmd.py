@@ -1,0 +1,12 @@
+"""``persona-bench report``: placeholder until the report lands."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+
+def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
+    """Add this module's subcommands to ``sub``; return ``{name: handler}``."""
+    return {}
