@@ -7,14 +7,20 @@ References:
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 
 # The 15 unordered pairs (a < b) of six personas, in a fixed order used everywhere.
+@lru_cache(maxsize=32)
 def pairs_of(k: int) -> np.ndarray:
-    """All unordered pairs ``(a, b)`` with ``a < b`` of ``k`` items, shape ``(k(k-1)/2, 2)``."""
+    """All unordered pairs ``(a, b)`` with ``a < b`` of ``k`` items, shape ``(k(k-1)/2, 2)``
+    (read-only: the array is shared between callers)."""
     a, b = np.triu_indices(k, 1)
-    return np.stack([a, b], axis=1)
+    pairs = np.stack([a, b], axis=1)
+    pairs.flags.writeable = False
+    return pairs
 
 
 def sigmoid(x: np.ndarray | float) -> np.ndarray:

@@ -22,8 +22,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def laplace_step_batch(
-    mu: np.ndarray, sigma: np.ndarray, z: np.ndarray, y: np.ndarray | int, max_iter: int = 60
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    z: np.ndarray,
+    y: np.ndarray | int,
+    max_iter: int = 60,
+    *,
+    with_sigma: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """One-click Laplace updates of B Gaussian beliefs at once.
 
     Args:
@@ -32,6 +38,8 @@ def laplace_step_batch(
         z: Feature differences ``(B, d)`` or one ``(d,)`` shared by all beliefs.
         y: Outcomes ``(B,)`` or a scalar (1 = first item won).
         max_iter: Cap on safeguarded Newton iterations for the scalar step.
+        with_sigma: Also return the updated covariances (else ``None``; saves the rank-one
+            update when only the means are needed).
 
     Returns:
         ``(mu', sigma', p_first)`` with shapes ``(B, d)``, ``(B, d, d)``, ``(B,)``; ``p_first``
@@ -44,30 +52,33 @@ def laplace_step_batch(
     m = np.einsum("bi,bi->b", z, mu)
     s = np.einsum("bi,bi->b", z, sz)
     p_first = _sigmoid(m / np.sqrt(1.0 + _PROBIT * s))
-    # safeguarded Newton (rtsafe), as in persona_bench.policies.laplace.laplace_step
+    # safeguarded Newton (rtsafe), as in persona_bench.policies.laplace.laplace_step: bisect
+    # when the Newton point leaves the bracket (lo, hi) or does not halve the step; entries
+    # that have converged keep their alpha. The start is a Newton step taken with the
+    # predictive probability (inside the bracket, and usually one iteration closer).
     lo, hi = y - 1.0, y.copy()
-    alpha = np.zeros_like(m)
-    dx = np.ones_like(m)
-    dx_old = np.ones_like(m)
+    alpha = (y - p_first) / (1.0 + s * p_first * (1.0 - p_first))
+    dx = dx_old = np.ones_like(m)
     for _ in range(max_iter):
         p = _sigmoid(m + alpha * s)
         f = alpha - y + p
-        active = np.abs(f) >= 1e-10
-        if not active.any():
+        abs_f = np.abs(f)
+        if abs_f.max() < 1e-10:
             break
-        hi = np.where(f > 0, alpha, hi)
-        lo = np.where(f > 0, lo, alpha)
-        df = 1.0 + s * p * (1.0 - p)
-        out = ((alpha - hi) * df - f) * ((alpha - lo) * df - f) > 0
-        bisect = out | (np.abs(2.0 * f) > np.abs(dx_old * df))
-        new_dx = np.where(bisect, 0.5 * (hi - lo), f / df)
-        new_alpha = np.where(bisect, lo + new_dx, alpha - new_dx)
-        dx_old = np.where(active, dx, dx_old)
-        dx = np.where(active, new_dx, dx)
-        alpha = np.where(active, new_alpha, alpha)
+        above = f > 0
+        hi = np.where(above, alpha, hi)
+        lo = np.where(above, lo, alpha)
+        df = 1.0 + s * (p - p * p)
+        step = f / df
+        newton = alpha - step
+        bisect = ((newton - hi) * (newton - lo) >= 0.0) | (2.0 * abs_f > np.abs(dx_old * df))
+        dx_old, dx = dx, np.where(bisect, 0.5 * (hi - lo), step)
+        alpha = np.where(abs_f >= 1e-10, np.where(bisect, lo + dx, newton), alpha)
     p = _sigmoid(m + alpha * s)
     w = p * (1.0 - p)
     new_mu = mu + alpha[:, None] * sz
+    if not with_sigma:
+        return new_mu, None, p_first
     new_sigma = sigma - (w / (1.0 + w * s))[:, None, None] * np.einsum("bi,bj->bij", sz, sz)
     return new_mu, new_sigma, p_first
 

@@ -76,16 +76,21 @@ def lookahead_pair(
     mu_b = np.tile(mu, (2 * n_pairs, 1))
     sigma_b = np.tile(sigma, (2 * n_pairs, 1, 1))
     y_b = np.repeat([1.0, 0.0], n_pairs * n_comp)
-    new_mu, _, pf = laplace_step_batch(mu_b, sigma_b, z_b, y_b)
+    new_mu, _, pf = laplace_step_batch(mu_b, sigma_b, z_b, y_b, with_sigma=False)
     p_first = pf[: n_pairs * n_comp].reshape(n_pairs, n_comp)
-    new_mu = new_mu.reshape(2, n_pairs, n_comp, d)
-    future = np.zeros(n_pairs)
-    for index, like in enumerate((p_first, 1.0 - p_first)):  # y = 1, then y = 0
-        joint = weights * like  # (P, C)
-        p_y = joint.sum(axis=1)  # (P,)
-        new_w = joint / np.maximum(p_y[:, None], 1e-300)
-        util = np.einsum("pcd,qkd->pcqk", new_mu[index], bank)
-        future += p_y * greedy_regret(new_w, util).mean(axis=-1)
+    joint = weights * np.stack([p_first, 1.0 - p_first])  # (2, P, C): P(y, c | pair)
+    p_y = joint.sum(axis=2)  # (2, P)
+    new_w = joint / np.maximum(p_y[..., None], 1e-300)
+    n_bank = bank.shape[0]
+    # one matrix product for the utilities of every outcome, pair, component and bank question;
+    # personas before questions, so the max over personas runs over whole rows (fast in numpy)
+    bank_kq = bank.transpose(1, 0, 2).reshape(k * n_bank, d)
+    util = (new_mu @ bank_kq.T).reshape(2, n_pairs, n_comp, k, n_bank)
+    best = np.einsum("ypc,ypcq->ypq", new_w, util.max(axis=3))
+    mean_mu = np.einsum("ypc,ypcd->ypd", new_w, new_mu.reshape(2, n_pairs, n_comp, d))
+    mean_u = (mean_mu @ bank_kq.T).reshape(2, n_pairs, k, n_bank)
+    top2 = -np.partition(-mean_u, 1, axis=2)[:, :, :2].sum(axis=2)
+    future = (p_y * (2.0 * best - top2).mean(axis=-1)).sum(axis=0)  # (P,)
     values = regret_now + remaining * future
     best = pairs[int(np.argmin(values))]
     mean_u = weights @ u_now

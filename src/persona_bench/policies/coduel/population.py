@@ -58,6 +58,65 @@ def component_posteriors(
     return m, post_cov, loglik
 
 
+def _forward_substitution(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``L v = b`` for lower-triangular ``L``, batched.
+
+    Args:
+        chol: ``(..., d, d)`` lower-triangular factors.
+        b: ``(..., d)`` right-hand sides.
+
+    Returns:
+        ``(..., d)`` solutions.
+    """
+    v = np.empty_like(b)
+    for j in range(b.shape[-1]):
+        acc = np.einsum("...k,...k->...", chol[..., j, :j], v[..., :j])
+        v[..., j] = (b[..., j] - acc) / chol[..., j, j]
+    return v
+
+
+def _triangular_inverse(chol: np.ndarray) -> np.ndarray:
+    """Inverses of lower-triangular matrices ``(..., d, d)`` by forward substitution, batched
+    (several times faster than ``np.linalg.inv`` on many small matrices)."""
+    d = chol.shape[-1]
+    inv = np.zeros_like(chol)
+    for j in range(d):
+        row = -np.einsum("...k,...km->...m", chol[..., j, :j], inv[..., :j, :])
+        row[..., j] += 1.0
+        inv[..., j, :] = row / chol[..., j, j, None]
+    return inv
+
+
+def component_evidence(
+    lam: np.ndarray, h: np.ndarray, mu: np.ndarray, cov: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The log evidence of :func:`component_posteriors` without forming posterior covariances.
+
+    Args:
+        lam: ``(n, d, d)`` likelihood precisions.
+        h: ``(n, d)`` likelihood information vectors.
+        mu: ``(C, d)`` component means.
+        cov: ``(C, d, d)`` component covariances.
+
+    Returns:
+        ``(loglik (n, C), chol (n, C, d, d), v (n, C, d))``: the log evidence (equal to
+        :func:`component_posteriors`' up to rounding), the Cholesky factors ``L`` of the
+        posterior precisions and ``v = L^-1 b``, from which posteriors are formed where they
+        are needed (covariance ``L^-T L^-1``, mean ``L^-T v``).
+    """
+    prec = np.linalg.inv(cov)
+    prior_info = np.einsum("cij,cj->ci", prec, mu)
+    post_prec = prec[None] + lam[:, None]
+    b = prior_info[None] + h[:, None]
+    chol = np.linalg.cholesky(post_prec)
+    v = _forward_substitution(chol, b)  # b^T post_cov b = |v|^2
+    logdet_post = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
+    logdet_prior = np.linalg.slogdet(cov)[1]
+    quad_prior = np.einsum("ci,ci->c", mu, prior_info)
+    loglik = 0.5 * np.einsum("nci,nci->nc", v, v) - 0.5 * (quad_prior + logdet_prior)
+    return loglik - 0.5 * logdet_post, chol, v
+
+
 @dataclass
 class Population:
     """Mixture prior over users (component 0 is the fixed isotropic component).
@@ -150,25 +209,41 @@ class Population:
             if self.n_learned == 0:
                 self.counts = np.array([float(lam.shape[0])])
                 return
-            m, post_cov, loglik = component_posteriors(lam, h, self.mu, self.cov)
+            loglik, chol, v = component_evidence(lam, h, self.mu, self.cov)
             logw = np.log(np.maximum(self.weights(), 1e-300))
             logr = loglik + logw
             logr -= logr.max(axis=1, keepdims=True)
             r = np.exp(logr)
             r /= r.sum(axis=1, keepdims=True)  # (n, C)
             counts = r.sum(axis=0)
-            for c in range(1, self.mu.shape[0]):
-                if counts[c] < 1e-8:
-                    continue
-                mean = r[:, c] @ m[:, c] / counts[c]
-                dev = m[:, c] - mean
-                scatter = np.einsum("n,ni,nj->ij", r[:, c], dev, dev) + np.einsum(
-                    "n,nij->ij", r[:, c], post_cov[:, c]
-                )
-                cov = scatter / counts[c] + 1e-6 * np.eye(self.d)
-                self.mu[c], self.cov[c] = self._project(mean, 0.5 * (cov + cov.T))
+            self._m_step(r[:, 1:], chol[:, 1:], v[:, 1:])
             self.counts = counts
             self._deaths()
+
+    def _m_step(self, resp: np.ndarray, chol: np.ndarray, v: np.ndarray) -> None:
+        """Refit the learned components from responsibilities ``resp (n, C')`` and the users'
+        posteriors under them (Cholesky factors ``chol (n, C', d, d)``, ``v (n, C', d)``).
+
+        Each component gets the responsibility-weighted mean of the users' posterior means and
+        the weighted scatter of those means plus the weighted posterior covariances (the
+        extreme-deconvolution update).
+        """
+        d = self.d
+        chol_inv = _triangular_inverse(chol)  # L^-1, (n, C', d, d)
+        m = np.einsum("ncji,ncj->nci", chol_inv, v)  # posterior means L^-T v
+        weight = resp.sum(axis=0)  # (C',)
+        ok = weight >= 1e-8
+        mean = np.einsum("nc,nci->ci", resp, m) / np.where(ok, weight, 1.0)[:, None]
+        root_w = np.sqrt(resp)
+        dev = (root_w[..., None] * (m - mean)).transpose(1, 0, 2)  # (C', n, d)
+        # sum_n r_n post_cov_n = sum_n r_n L_n^-T L_n^-1 as one product per component
+        root = (root_w[..., None, None] * chol_inv).transpose(1, 0, 2, 3).reshape(
+            resp.shape[1], -1, d
+        )
+        scatter = dev.transpose(0, 2, 1) @ dev + root.transpose(0, 2, 1) @ root  # (C', d, d)
+        for c in np.flatnonzero(ok):
+            cov = scatter[c] / weight[c] + 1e-6 * np.eye(d)
+            self.mu[c + 1], self.cov[c + 1] = self._project(mean[c], 0.5 * (cov + cov.T))
 
     def _deaths(self) -> None:
         keep = [0] + [
