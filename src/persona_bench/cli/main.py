@@ -14,6 +14,7 @@ with status 2; an interrupted run exits with 130 and keeps its finished rows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ from persona_bench import __version__
 from persona_bench.cli import pages_cmd, report_cmd
 from persona_bench.core.errors import PersonaBenchError, ResultsFileError, SpecError
 from persona_bench.core.registry import parse_spec, split_specs
+from persona_bench.runner.distributed import dask_executor
 from persona_bench.runner.store import ResultsStore
 from persona_bench.runner.sweep import sweep, world_label
 from persona_bench.stats.paired import paired_gains, profile_breakdown
@@ -91,6 +93,16 @@ def _jobs(text: str) -> int:
     return value
 
 
+def _add_scheduler(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="run the units on the Dask cluster of this scheduler, e.g. tcp://HOST:8786 "
+        '(needs pip install "persona-bench[dask]"); --jobs is then ignored',
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``persona-bench``."""
     parser = argparse.ArgumentParser(
@@ -124,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--jobs", type=_jobs, default=None, help="worker processes (default: number of CPUs)"
     )
+    _add_scheduler(run)
     run.add_argument(
         "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
     )
@@ -152,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument(
         "--jobs", type=_jobs, default=None, help="worker processes (default: number of CPUs)"
     )
+    _add_scheduler(board)
     board.add_argument(
         "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
     )
@@ -218,16 +232,26 @@ def cmd_worlds(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _sweep_args(args: argparse.Namespace, results: str) -> list[dict[str, Any]]:
-    """Run the grid named by the shared ``run``/``leaderboard`` options into ``results``."""
-    return sweep(
-        parse_names(args.worlds),
-        parse_seeds(args.seeds),
-        split_specs(args.policies),
-        results,
-        jobs=args.jobs or default_jobs(),
-        allow_test=args.allow_test,
-        progress=not args.no_progress,
+    """Run the grid named by the shared ``run``/``leaderboard`` options into ``results``
+    (on the Dask cluster of ``--scheduler`` if given)."""
+    worlds, policies = parse_names(args.worlds), split_specs(args.policies)
+    seeds = parse_seeds(args.seeds)
+    cluster = (
+        dask_executor(args.scheduler, worlds=worlds, policies=policies)
+        if args.scheduler
+        else contextlib.nullcontext()
     )
+    with cluster as executor:
+        return sweep(
+            worlds,
+            seeds,
+            policies,
+            results,
+            jobs=args.jobs or default_jobs(),  # ignored when executor is given
+            allow_test=args.allow_test,
+            progress=not args.no_progress,
+            executor=executor,
+        )
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
