@@ -1,6 +1,7 @@
 """Drive the pages in headless Chromium (Playwright, sync API) and compare them with Python.
 
-Skipped when the ``playwright`` package or ``/usr/bin/chromium`` is missing. Playwright never
+Skipped when the ``playwright`` package or ``/usr/bin/chromium`` is missing, unless
+``PB_REQUIRE_BROWSER=1`` (set by ``.ci/run``): then they fail instead. Playwright never
 downloads a browser here: it launches the system Chromium. Set ``PB_SCREENSHOTS=1`` to also
 write the screenshots to ``/tmp/pb_screens/``.
 """
@@ -16,7 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-sync_api = pytest.importorskip("playwright.sync_api")
+REQUIRE_BROWSER = os.environ.get("PB_REQUIRE_BROWSER") == "1"
+if REQUIRE_BROWSER:
+    import playwright.sync_api as sync_api
+else:
+    sync_api = pytest.importorskip("playwright.sync_api")
 
 from persona_bench.pages import play_page, play_widget, replay_page, session_score  # noqa: E402
 from persona_bench.pages._html import document  # noqa: E402
@@ -35,7 +40,9 @@ ARGS = [
     "--disable-sync",
 ]
 
-pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}")
+pytestmark = pytest.mark.skipif(
+    not REQUIRE_BROWSER and shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}"
+)
 
 ARRIVAL = 3
 #: 24 varied pairs: both listing orders (larger index first too), repeats, the best and worst.
