@@ -418,3 +418,23 @@ def test_population_learns_on_other_feature_layouts():
     assert np.abs(policy.h).sum() > 0  # summaries carry the clicks
     assert policy.pop.n_learned >= 2
     assert policy.gate_open
+
+
+@pytest.mark.parametrize("spec", ["coduel", "coduel:recal_first=3,recal_every=2"])
+def test_each_stored_summary_equals_a_fresh_pass_over_the_users_clicks(world, spec):
+    """The population learns from every completed user's likelihood summary; the new user's
+    is read off the no-transfer learner, which must agree with a Laplace pass over the logged
+    clicks under the current features (after refits, every user's is recomputed)."""
+    from persona_bench.policies.coduel.policy import likelihood_summaries
+
+    checked = []
+
+    def after_session(policy, n):
+        z, y = policy._click_features(range(n))
+        lam, h, _ = likelihood_summaries(z, y, policy.prior_var)
+        np.testing.assert_allclose(policy.lam, lam, rtol=1e-7, atol=1e-8)
+        np.testing.assert_allclose(policy.h, h, rtol=1e-7, atol=1e-8)
+        checked.append(n)
+
+    _drive(_cut(world, 12), load_policy(spec), 0, after_session=after_session)
+    assert checked == list(range(1, 13))

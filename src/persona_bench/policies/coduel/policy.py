@@ -255,9 +255,11 @@ class CODuel(Policy):
             if refit:  # every user's summary changes with the features
                 self.lam, self.h, _ = self._summaries(range(self.n_sessions))
             else:
-                lam, h, _ = self._summaries([self.n_sessions - 1])
-                self.lam = np.concatenate([self.lam, lam])
-                self.h = np.concatenate([self.h, h])
+                # the no-transfer learner made the same Laplace pass from the same isotropic
+                # prior over this session's clicks (same features: A did not change during it)
+                lam, h = self._solo_summary()
+                self.lam = np.concatenate([self.lam, lam[None]])
+                self.h = np.concatenate([self.h, h[None]])
             iters = max(self.em_iters, 10) if refit else self.em_iters
             self.pop.add_session(self.lam[-1], self.h[-1], self.lam, self.h, iters)
         self.gate_open = self._gate()
@@ -282,6 +284,13 @@ class CODuel(Policy):
         valid = y >= 0
         z = z * valid[..., None]
         return z, np.where(valid, y, 0)
+
+    def _solo_summary(self) -> tuple[np.ndarray, np.ndarray]:
+        """Likelihood summary ``(lam (d, d), h (d,))`` of the session that just ended, read off
+        the no-transfer learner's posterior (as :func:`likelihood_summaries` would compute)."""
+        prec = np.linalg.inv(self.solo.sigma)
+        prec = 0.5 * (prec + prec.T)
+        return prec - np.eye(self.d) / self.prior_var, prec @ self.solo.mu
 
     def _summaries(self, users) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z, y = self._click_features(users)
