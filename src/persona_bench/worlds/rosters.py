@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from persona_bench.core.errors import LockedRosterError, UnknownIdError
 from persona_bench.worlds.world import World, load_world
@@ -149,3 +152,39 @@ def get_world(name: str, seed: int, *, allow_test: bool = False) -> World:
     from persona_bench.worlds.tutorsim import generate_world
 
     return generate_world(roster, seed)
+
+
+def get_students(
+    name: str, seed: int, *, allow_test: bool = False
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The ``students`` table and ``student_index`` of ``get_world(name, seed)``, cheaply.
+
+    For a roster id only the student streams are drawn (milliseconds instead of building the
+    whole world); a stored world is loaded. Same checks and errors as :func:`get_world`.
+
+    Args:
+        name: A roster id from :data:`ROSTERS` or the directory of a stored world.
+        seed: The world seed (ignored for stored worlds).
+        allow_test: Required for locked ``test-*`` rosters.
+
+    Returns:
+        ``(students, student_index)``: the student dicts and the ``(N,)`` row of ``students``
+        for each arrival, equal to the world's fields.
+
+    Raises:
+        UnknownIdError: unknown roster id.
+        LockedRosterError: a locked roster without ``allow_test``.
+        WorldFormatError: a stored world that is missing or corrupt.
+    """
+    if is_world_path(name):
+        world = load_world(name)
+        return world.students, world.student_index
+    roster = get_roster(name)
+    if roster.locked and not allow_test:
+        raise LockedRosterError(
+            f"roster {name!r} is a locked held-out roster; pass allow_test=True "
+            "(CLI: --allow-test) to read its students"
+        )
+    from persona_bench.worlds.tutorsim import generate_students
+
+    return generate_students(roster, seed)

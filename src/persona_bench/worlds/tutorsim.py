@@ -229,6 +229,34 @@ def _students(
     return students, taste, prm.cue_strength * cue * spread, quirks
 
 
+def _isotropic_students(n: int, k: int, rng) -> tuple[list[dict], np.ndarray]:
+    """Student table and preference draws ``theta (n, k + 1)`` of the isotropic control."""
+    theta = rng.normal(size=(n, k + 1))
+    students = [
+        {
+            "id": f"isotropic#{a}",
+            "profile": "isotropic",
+            "name": f"isotropic student {a}",
+            "description": "",
+            "quirks": [],
+            "theta": [round(float(x), 6) for x in theta[a]],
+        }
+        for a in range(n)
+    ]
+    return students, theta
+
+
+def _scramble_permutations(n: int, k: int, rng) -> np.ndarray:
+    """Persona-label permutation of every arrival of the scrambled control, ``(n, k)``."""
+    return np.stack([rng.permutation(k) for _ in range(n)])
+
+
+def _record_permutations(students: list[dict], perms: np.ndarray) -> None:
+    """Store each arrival's permutation ``perms (n, k)`` in its student record (in place)."""
+    for a, student in enumerate(students):
+        student["permutation"] = [int(x) for x in perms[a]]
+
+
 def _judge(v: np.ndarray, prm: TutorSimParams, rng) -> np.ndarray:
     """Click probabilities ``(N, S, K, K)`` from latent utilities ``(N, S, K)``."""
     n, s, k = v.shape
@@ -282,20 +310,9 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
     fit = need @ data.persona_style.T  # (Q, K): how well each persona suits each question
     urng = rng("students")
     if roster.students == "isotropic":
-        theta = urng.normal(size=(n, k + 1))
+        students, theta = _isotropic_students(n, k, urng)
         fit_std = (fit - fit.mean(axis=1, keepdims=True)) / fit.std()
         v = prm.iso_scale * (theta[:, None, :k] + theta[:, None, k:] * fit_std[qidx])
-        students = [
-            {
-                "id": f"isotropic#{a}",
-                "profile": "isotropic",
-                "name": f"isotropic student {a}",
-                "description": "",
-                "quirks": [],
-                "theta": [round(float(x), 6) for x in theta[a]],
-            }
-            for a in range(n)
-        ]
     else:
         students, taste, cue, quirks = _students(data, roster, prm, urng)
         v = (taste @ data.persona_style.T)[:, None, :] + cue[:, None, None] * fit[qidx]
@@ -310,16 +327,14 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
     utility = np.clip(0.5 + beta / prm.bt_scale, 0.0, 1.0)
 
     if roster.students == "scrambled":
-        scramble = rng("scramble")
-        perms = np.stack([scramble.permutation(k) for _ in range(n)])
+        perms = _scramble_permutations(n, k, rng("scramble"))
         utility = np.take_along_axis(utility, perms[:, None, :], axis=2)
         rows = perms[:, None, :, None]
         cols = perms[:, None, None, :]
         prob = prob[
             np.arange(n)[:, None, None, None], np.arange(s)[None, :, None, None], rows, cols
         ]
-        for a in range(n):
-            students[a]["permutation"] = [int(x) for x in perms[a]]
+        _record_permutations(students, perms)
 
     phi = np.concatenate([np.broadcast_to(np.eye(k), (n, s, k, k)), g[qidx][..., None]], axis=-1)
     uniforms = rng("clicks").random((n, s))
@@ -343,3 +358,33 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
         info={"generator": "tutorsim", "params": asdict(prm), "style_dims": list(data.dims)},
     )
     return world
+
+
+def generate_students(
+    roster: Roster, seed: int, params: TutorSimParams = DEFAULT_PARAMS
+) -> tuple[list[dict], np.ndarray]:
+    """The students table and ``student_index`` of ``generate_world(roster, seed, params)``.
+
+    Draws only the ``students`` (and, for the scrambled control, ``scramble``) streams, so it
+    costs milliseconds instead of a whole world; the result equals the world's fields exactly.
+
+    Args:
+        roster: A row of the roster table.
+        seed: World seed.
+        params: Generative-model knobs (must be those the world was generated with).
+
+    Returns:
+        ``(students, student_index)``: one dict per student (id, profile, name, ...) and the
+        ``(N,)`` int64 row of ``students`` for each arrival.
+    """
+    data = load_tutorsim_data()
+    n, k = roster.arrivals, data.persona_style.shape[0]
+    urng = stream(seed, "tutorsim", roster.id, "students")
+    if roster.students == "isotropic":
+        students, _ = _isotropic_students(n, k, urng)
+    else:
+        students = _students(data, roster, params, urng)[0]
+    if roster.students == "scrambled":
+        scramble = stream(seed, "tutorsim", roster.id, "scramble")
+        _record_permutations(students, _scramble_permutations(n, k, scramble))
+    return students, np.arange(n, dtype=np.int64)
