@@ -204,21 +204,30 @@ class Population:
         return born
 
     def fit(self, lam: np.ndarray, h: np.ndarray, iters: int) -> None:
-        """Warm-started EM over summaries ``lam (n, d, d)``, ``h (n, d)``; then deaths."""
+        """Warm-started EM over summaries ``lam (n, d, d)``, ``h (n, d)``, with deaths after
+        each iteration; ``counts`` always hold the expected memberships of the components that
+        remain (they sum to n)."""
         for _ in range(iters):
             if self.n_learned == 0:
                 self.counts = np.array([float(lam.shape[0])])
                 return
-            loglik, chol, v = component_evidence(lam, h, self.mu, self.cov)
-            logw = np.log(np.maximum(self.weights(), 1e-300))
-            logr = loglik + logw
-            logr -= logr.max(axis=1, keepdims=True)
-            r = np.exp(logr)
-            r /= r.sum(axis=1, keepdims=True)  # (n, C)
-            counts = r.sum(axis=0)
+            r, chol, v = self._responsibilities(lam, h)
             self._m_step(r[:, 1:], chol[:, 1:], v[:, 1:])
-            self.counts = counts
-            self._deaths()
+            self.counts = r.sum(axis=0)
+            removed = self._deaths()
+        if removed:  # the dead components' users are shared among the survivors
+            self.counts = self._responsibilities(lam, h)[0].sum(axis=0)
+
+    def _responsibilities(
+        self, lam: np.ndarray, h: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """E-step: responsibilities ``(n, C)`` and the posteriors' factors (see
+        :func:`component_evidence`)."""
+        loglik, chol, v = component_evidence(lam, h, self.mu, self.cov)
+        logr = loglik + np.log(np.maximum(self.weights(), 1e-300))
+        logr -= logr.max(axis=1, keepdims=True)
+        r = np.exp(logr)
+        return r / r.sum(axis=1, keepdims=True), chol, v
 
     def _m_step(self, resp: np.ndarray, chol: np.ndarray, v: np.ndarray) -> None:
         """Refit the learned components from responsibilities ``resp (n, C')`` and the users'
@@ -245,7 +254,8 @@ class Population:
             cov = scatter[c] / weight[c] + 1e-6 * np.eye(d)
             self.mu[c + 1], self.cov[c + 1] = self._project(mean[c], 0.5 * (cov + cov.T))
 
-    def _deaths(self) -> None:
+    def _deaths(self) -> bool:
+        """Remove weakly supported learned components; True if any was removed."""
         keep = [0] + [
             c
             for c in range(1, self.mu.shape[0])
@@ -254,3 +264,5 @@ class Population:
         if len(keep) < self.mu.shape[0]:
             self.mu, self.cov, self.counts = self.mu[keep], self.cov[keep], self.counts[keep]
             self.born = [self.born[c] for c in keep]
+            return True
+        return False
