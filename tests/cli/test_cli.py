@@ -9,6 +9,7 @@ import sys
 from csv import DictReader
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pb_toys import BAD_ARRIVAL, BAD_ROUND, strip_wall
@@ -301,3 +302,40 @@ def test_stats_by_profile_breaks_a_policy_down_by_hidden_profile(tmp_path, capsy
     assert len(table) == 8 and sum(int(r[3]) for r in table) == 300
     assert main(["stats", str(results), "--by-profile", "pooled"]) == 2
     assert "no rows for policy 'pooled'" in capsys.readouterr().err
+
+
+def test_stats_curves_print_learning_and_per_round_curves(toy_world, tmp_path, capsys):
+    from persona_bench.stats.paired import learning_curve, round_curve
+
+    results = tmp_path / "results.jsonl"
+    run = _run(toy_world, results)
+    run[run.index("random")] = "random,notransfer"
+    assert main(run) == 0
+    capsys.readouterr()
+    rows = [r for r in ResultsStore(results).rows() if r["kind"] == "policy"]
+    assert main(["stats", str(results), "--curves", "--window", "3", "--format", "json"]) == 0
+    printed = capsys.readouterr().out
+    decoder, docs, at = json.JSONDecoder(), [], 0
+    while at < len(printed.rstrip()):
+        doc, at = decoder.raw_decode(printed, at)
+        docs.append(doc)
+        at += len(printed[at:]) - len(printed[at:].lstrip())
+    entries = docs[-1]  # the summary table, then the curves
+    for policy in ("random", "notransfer"):
+        mine = [r for r in rows if r["policy"] == policy]
+        world = mine[0]["world"]
+        expected = learning_curve(mine, world, policy, window=3)
+        got = [e for e in entries if e["policy"] == policy and e["curve"] == "arrival"]
+        assert [e["x"] for e in got] == list(range(len(expected["mean"])))
+        np.testing.assert_allclose([e["mean"] for e in got], expected["mean"])
+        np.testing.assert_allclose([e["lo"] for e in got], expected["lo"])
+        per_round = round_curve(mine)
+        got = [e for e in entries if e["policy"] == policy and e["curve"] == "round"]
+        assert [e["x"] for e in got] == list(range(1, len(per_round["mean"]) + 1))
+        np.testing.assert_allclose([e["hi"] for e in got], per_round["hi"])
+        assert {e["seeds"] for e in got} == {2}
+    assert main(["stats", str(results), "--curves", "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    assert "excess regret per arrival (centered 25-arrival mean" in md
+    assert "| notransfer | " in md and "mean excess regret per round" in md
+    assert main(["stats", str(results), "--curves", "--window", "0"]) == 2

@@ -15,9 +15,9 @@ from pb_report_rows import sweep_results
 
 from persona_bench import __version__
 from persona_bench.report import build_report
-from persona_bench.report.compute import group_breakdown, round_curve
+from persona_bench.report.compute import group_breakdown
 from persona_bench.runner.store import ResultsStore
-from persona_bench.stats.paired import paired_gains, profile_breakdown
+from persona_bench.stats.paired import paired_gains, profile_breakdown, round_curve
 from persona_bench.stats.table import summarize_rows
 from persona_bench.worlds.world import load_world
 

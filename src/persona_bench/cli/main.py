@@ -29,7 +29,12 @@ from persona_bench.core.registry import parse_spec, split_specs
 from persona_bench.runner.distributed import dask_executor
 from persona_bench.runner.store import ResultsStore
 from persona_bench.runner.sweep import sweep, world_label
-from persona_bench.stats.paired import paired_gains, profile_breakdown
+from persona_bench.stats.paired import (
+    learning_curve,
+    paired_gains,
+    profile_breakdown,
+    round_curve,
+)
 from persona_bench.stats.table import FORMATS, format_table, summarize_rows
 from persona_bench.worlds.rosters import ROSTERS, get_world
 
@@ -185,6 +190,16 @@ def build_parser() -> argparse.ArgumentParser:
         "(e.g. random, notransfer), with 95%% t and bootstrap intervals over seeds",
     )
     stats.add_argument(
+        "--curves",
+        action="store_true",
+        help="also print learning curves (excess regret per arrival, centered moving mean over "
+        "--window arrivals, mean over seeds with a 95%% band) and per-round curves; text and md "
+        "show checkpoints, csv and json every point",
+    )
+    stats.add_argument(
+        "--window", type=_jobs, default=25, help="moving-mean window in arrivals (default: 25)"
+    )
+    stats.add_argument(
         "--by-profile",
         metavar="POLICY",
         default=None,
@@ -323,9 +338,91 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
             names = _policy_names(args.policies)
             gains = [g for g in gains if g["policy"] in names]
         out.write(format_gains(gains, args.format))
+    if args.curves:
+        out.write(format_curves([r for r in rows if r.get("kind") == "policy"], args))
     if args.by_profile:
         out.write(_profile_tables(rows, args))
     return 0
+
+
+def _curves(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]]:
+    """Learning and per-round curves of every world and policy in ``rows``, in long form."""
+    entries = []
+    for world, policy in dict.fromkeys((r["world"], r["policy"]) for r in rows):
+        cell = [r for r in rows if r["world"] == world and r["policy"] == policy]
+        arrival = learning_curve(cell, world, policy, window=window)
+        per_round = round_curve(cell)
+        for kind, curve, xs in (
+            ("arrival", arrival, arrival["arrival"]),
+            ("round", per_round, per_round["round"]),
+        ):
+            entries += [
+                {
+                    "world": world,
+                    "policy": policy,
+                    "curve": kind,
+                    "x": int(x),
+                    "mean": float(curve["mean"][i]),
+                    "lo": float(curve["lo"][i]),
+                    "hi": float(curve["hi"][i]),
+                    "seeds": int(curve["n"]),
+                }
+                for i, x in enumerate(xs)
+            ]
+    return entries
+
+
+def format_curves(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """Learning curves (per arrival) and per-round curves as text, Markdown, CSV or JSON."""
+    entries = _curves(rows, args.window)
+    if args.format == "json":
+        return json.dumps(entries, indent=2) + "\n"
+    fields = ("world", "policy", "curve", "x", "mean", "lo", "hi", "seeds")
+    if args.format == "csv":
+        lines = [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
+        return "\n".join(lines) + "\n"
+    parts = []
+    for world in dict.fromkeys(e["world"] for e in entries):
+        mine = [e for e in entries if e["world"] == world]
+        n_arrivals = max(e["x"] for e in mine if e["curve"] == "arrival") + 1
+        checkpoints = sorted({*range(0, n_arrivals, 50), n_arrivals - 1})
+        n_rounds = max(e["x"] for e in mine if e["curve"] == "round")
+        rounds = sorted({1, *range(4, n_rounds + 1, 4)})
+        for kind, xs, title in (
+            (
+                "arrival",
+                checkpoints,
+                f"{world}: excess regret per arrival (centered {args.window}-arrival mean, "
+                "mean over seeds"
+                + ("; [95% band]" if args.format == "md" else "; md/csv/json add 95% bands")
+                + ")",
+            ),
+            ("round", rounds, f"{world}: mean excess regret per round (over arrivals and seeds)"),
+        ):
+            by_policy: dict[str, dict[int, dict[str, Any]]] = {}
+            for e in mine:
+                if e["curve"] == kind and e["x"] in xs:
+                    by_policy.setdefault(e["policy"], {})[e["x"]] = e
+            label = "arrival" if kind == "arrival" else "round"
+            if args.format == "md":
+                lines = ["", f"**{title}**", ""]
+                lines.append("| policy | " + " | ".join(f"{label} {x}" for x in xs) + " |")
+                lines.append("|---|" + "---:|" * len(xs))
+                for policy, points in by_policy.items():
+                    cells = [
+                        f"{p['mean']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]"
+                        for p in (points[x] for x in xs)
+                    ]
+                    lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+            else:
+                width = max(len(p) for p in by_policy)
+                lines = ["", title]
+                lines.append(" " * (width + 2) + "".join(f"{x:>8d}" for x in xs))
+                for policy, points in by_policy.items():
+                    values = "".join(f"{points[x]['mean']:8.3f}" for x in xs)
+                    lines.append(f"  {policy:{width}s}{values}")
+            parts.append("\n".join(lines))
+    return "\n".join(parts) + "\n"
 
 
 def _profile_tables(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:

@@ -13,11 +13,15 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from persona_bench.core.errors import PersonaBenchError, SpecError
 from persona_bench.report.data import ReportInput, row_version
-from persona_bench.stats.paired import learning_curve, paired_gains, profile_breakdown
+from persona_bench.stats.paired import (
+    learning_curve,
+    paired_gains,
+    profile_breakdown,
+    round_curve,
+)
 from persona_bench.stats.table import summarize_rows
 from persona_bench.worlds.rosters import ROSTERS, get_students, is_world_path
 from persona_bench.worlds.tutorsim_data import load_tutorsim_data
@@ -91,33 +95,6 @@ class WorldReport:
     mixed_versions: dict[str, list[str]] = field(default_factory=dict)
     profiles: ProfileTable | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def round_curve(rows: Sequence[dict[str, Any]], level: float = 0.95) -> dict[str, Any]:
-    """Mean excess regret per round over seeds, with a Student-t band.
-
-    Args:
-        rows: Rows of one world and policy (one per seed), each with ``excess_per_round (S,)``.
-        level: Confidence level of the band.
-
-    Returns:
-        ``{"round" (S,) 1-based, "mean" (S,), "lo" (S,), "hi" (S,), "n": seeds}`` (the band is
-        nan for a single seed).
-    """
-    values = np.array([r["excess_per_round"] for r in rows], dtype=float)  # (n, S)
-    mean = values.mean(axis=0)
-    n = values.shape[0]
-    if n > 1:
-        half = stats.t.ppf(0.5 + level / 2, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
-    else:
-        half = np.full_like(mean, np.nan)
-    return {
-        "round": np.arange(1, mean.size + 1),
-        "mean": mean,
-        "lo": mean - half,
-        "hi": mean + half,
-        "n": n,
-    }
 
 
 def group_breakdown(

@@ -7,7 +7,7 @@ questions and uniform draws, so their difference is measured without the world's
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -140,6 +140,33 @@ def learning_curve(
         "lo": mean - half,
         "hi": mean + half,
         "n": smooth.shape[0],
+    }
+
+
+def round_curve(rows: Sequence[dict[str, Any]], level: float = 0.95) -> dict[str, Any]:
+    """Mean excess regret per round over seeds, with a Student-t band.
+
+    Args:
+        rows: Rows of one world and policy (one per seed), each with ``excess_per_round (S,)``.
+        level: Confidence level of the band.
+
+    Returns:
+        ``{"round" (S,) 1-based, "mean" (S,), "lo" (S,), "hi" (S,), "n": seeds}`` (the band is
+        nan for a single seed).
+    """
+    values = np.array([r["excess_per_round"] for r in rows], dtype=float)  # (n, S)
+    mean = values.mean(axis=0)
+    n = values.shape[0]
+    if n > 1:
+        half = stats.t.ppf(0.5 + level / 2, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
+    else:
+        half = np.full_like(mean, np.nan)
+    return {
+        "round": np.arange(1, mean.size + 1),
+        "mean": mean,
+        "lo": mean - half,
+        "hi": mean + half,
+        "n": n,
     }
 
 
