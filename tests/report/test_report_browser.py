@@ -31,10 +31,15 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def report_url(tmp_path_factory) -> str:
+def built(tmp_path_factory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("browser")
-    results, _ = sweep_results(base)
-    return build_report(results, base / "out").html.as_uri()
+    results, world = sweep_results(base)
+    return {"url": build_report(results, base / "out").html.as_uri(), "world": world}
+
+
+@pytest.fixture(scope="module")
+def report_url(built) -> str:
+    return built["url"]
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +81,40 @@ def test_navigation_reaches_every_section(loaded):
         assert page.locator(target).count() == 1
 
 
-def test_play_widget_runs_inside_the_report(loaded):
+#: 24 varied pairs for a full session, both listing orders.
+PAIRS = [
+    (0, 1), (4, 2), (5, 3), (1, 0), (2, 5), (3, 4), (5, 0), (1, 4), (2, 3), (0, 5), (4, 1),
+    (3, 2), (1, 5), (5, 2), (0, 3), (4, 0), (2, 1), (3, 5), (1, 3), (5, 4), (0, 2), (2, 4),
+    (4, 3), (3, 0),
+]  # fmt: skip
+
+
+def test_a_full_session_played_in_the_report_scores_as_python_says(loaded, built, tmp_path):
+    """The report's "Be the policy" section (first world, first seed, arrival 0): play all 24
+    rounds by clicking and compare every click and the final score with ``session_score``."""
+    from persona_bench.pages import session_score
+    from persona_bench.worlds import get_world
+
     page = loaded["page"]
-    if page.locator("#be-the-policy").count() == 0:
-        pytest.skip("persona_bench.pages has no play widget")
-    page.click('[data-testid="persona-0"]')
-    page.click('[data-testid="persona-1"]')
-    page.click('[data-testid="confirm"]')
-    assert page.locator('[data-testid="history-row"]').count() == 1
+    assert page.locator("#be-the-policy").count() == 1
+    world = get_world(built["world"], 0)
+    expected = session_score(world, 0, PAIRS)
+    tid = page.get_by_test_id
+    for s, (i, j) in enumerate(PAIRS):
+        assert tid("round").inner_text() == f"{s + 1} / 24"
+        tid(f"persona-{i}").click()
+        tid(f"persona-{j}").click()
+        tid("confirm").click()
+        assert int(tid("click").get_attribute("data-winner")) == expected["winners"][s]
+        tid("next").click()
+    assert tid("final-score").inner_text() == f"{expected['score']:.1f}"
+    assert tid("history-row").count() == 24
+    tid("final").scroll_into_view_if_needed()
+    path = tmp_path / "report_play.png"
+    page.screenshot(path=str(path), full_page=False)
+    assert path.stat().st_size > 10_000
+    if os.environ.get("PB_SCREENSHOTS") == "1":
+        os.makedirs("/tmp/pb_screens", exist_ok=True)
+        shutil.copy(path, "/tmp/pb_screens/report_play.png")
+        page.screenshot(path="/tmp/pb_screens/report_full.png", full_page=True)
     assert loaded["errors"] == []
