@@ -15,9 +15,14 @@ with the same structure:
   the world's question bank; ``phi(p, q) = [e_p, g(p, q)]``, d = 7.
 * **Judge**: for each of the 15 pairs, 2 display orders x 2 label assignments x 4 sampled picks
   from a logistic judge with position and label biases; the smoothed log-odds
-  ``log((k + .5) / (4.5 - k))`` are averaged over the 4 configurations and ``P = sigmoid(mean)``.
+  ``log((k + .5) / (4.5 - k))`` are averaged over the 4 configurations and ``P = sigmoid(mean)``
+  (:func:`judge_probabilities`).
 * **References**: per (student, question) ridge Bradley-Terry scores fitted to the 15
-  probabilities, mapped to ``U = clip(0.5 + (beta - mean beta) / 8, 0, 1)``.
+  probabilities, mapped to ``U = clip(0.5 + (beta - mean beta) / 8, 0, 1)``
+  (:func:`bt_utilities`).
+
+:func:`judge_probabilities` and :func:`bt_utilities` are pure and shared with
+:mod:`persona_bench.datagen`, which applies them to real judge picks.
 
 All randomness flows from ``stream(seed, "tutorsim", roster, part)``, so a (roster, seed) gives
 bit-identical arrays in every process. Nothing here knows about any policy.
@@ -257,13 +262,99 @@ def _record_permutations(students: list[dict], perms: np.ndarray) -> None:
         student["permutation"] = [int(x) for x in perms[a]]
 
 
+#: The four judge configurations of a pair ``(a, b)``, ``a < b``, in the order of the last axis
+#: of ``wins``/``total`` below: ``(a shown first?, a labelled "A"?)``. ``JUDGE_ORDER`` is +1 when
+#: ``a`` is displayed first, ``JUDGE_LABEL`` +1 when ``a`` carries the label ``A``.
+JUDGE_CONFIGS = ((True, True), (True, False), (False, True), (False, False))
+JUDGE_ORDER = np.array([1.0, 1.0, -1.0, -1.0])
+JUDGE_LABEL = np.array([1.0, -1.0, 1.0, -1.0])
+
+
+def smoothed_log_odds(wins: np.ndarray, total: np.ndarray | int) -> np.ndarray:
+    """Smoothed log-odds ``log((k + 0.5) / (n - k + 0.5))`` of ``k`` wins in ``n`` picks.
+
+    Args:
+        wins: Wins ``k`` of the first item, any shape.
+        total: Valid picks ``n`` (broadcast against ``wins``).
+
+    Returns:
+        Float array of ``wins``' shape; finite even for ``k = 0`` or ``k = n``.
+    """
+    return np.log((wins + 0.5) / (total + 0.5 - wins))
+
+
+def pair_matrix(p_pair: np.ndarray, k: int) -> np.ndarray:
+    """Click-probability matrices from the probabilities of the ``k(k-1)/2`` pairs.
+
+    Args:
+        p_pair: ``(..., k(k-1)/2)`` chance that ``a`` beats ``b`` for each pair ``a < b`` in
+            :func:`~persona_bench.core.btl.pairs_of` order.
+        k: Number of items.
+
+    Returns:
+        ``(..., k, k)`` with ``P + P^T = 1`` and 0.5 on the diagonal.
+    """
+    pairs = pairs_of(k)
+    prob = np.full((*p_pair.shape[:-1], k, k), 0.5)
+    prob[..., pairs[:, 0], pairs[:, 1]] = p_pair
+    prob[..., pairs[:, 1], pairs[:, 0]] = 1.0 - p_pair
+    return prob
+
+
+def judge_probabilities(wins: np.ndarray, total: np.ndarray | int, k: int) -> np.ndarray:
+    """Aggregate judge picks into click probabilities (TutorSim and ``datagen`` share this).
+
+    For every pair the smoothed log-odds (:func:`smoothed_log_odds`) of each judge
+    configuration (display order x label assignment) are averaged and mapped back through the
+    logistic function. Configurations without any valid pick (``total == 0``, e.g. every
+    sample malformed) are left out of the average; a pair with none at all gets 0.5.
+
+    Args:
+        wins: ``(..., k(k-1)/2, C)`` picks won by the lower-index item ``a`` of each pair
+            (:func:`~persona_bench.core.btl.pairs_of` order) in each of ``C`` configurations.
+        total: Valid picks per configuration, an int or an array broadcastable to ``wins``.
+        k: Number of items.
+
+    Returns:
+        ``(..., k, k)`` click probabilities ``P[a, b]`` with ``P + P^T = 1``.
+    """
+    log_odds = smoothed_log_odds(wins, total)
+    total = np.broadcast_to(total, np.shape(wins))
+    if np.all(total > 0):
+        mean = log_odds.mean(axis=-1)
+    else:
+        seen = total > 0
+        count = seen.sum(axis=-1)
+        mean = np.where(seen, log_odds, 0.0).sum(axis=-1) / np.maximum(count, 1)
+    return pair_matrix(sigmoid(mean), k)
+
+
+def bt_utilities(prob: np.ndarray, *, ridge: float = 0.01, scale: float = 8.0) -> np.ndarray:
+    """Utilities in [0, 1] from click probabilities: ridge Bradley-Terry, common logit scale.
+
+    Fits per leading index BT scores to the pairwise probabilities
+    (:func:`~persona_bench.core.btl.fit_bt_ridge`) and maps them to
+    ``U = clip(0.5 + (beta - mean beta) / scale, 0, 1)``.
+
+    Args:
+        prob: ``(..., K, K)`` click probabilities.
+        ridge: L2 penalty of the fit.
+        scale: Logits spanning the unit interval (8 in the paper).
+
+    Returns:
+        ``(..., K)`` utilities.
+    """
+    beta = fit_bt_ridge(prob, ridge=ridge)
+    return np.clip(0.5 + beta / scale, 0.0, 1.0)
+
+
 def _judge(v: np.ndarray, prm: TutorSimParams, rng) -> np.ndarray:
     """Click probabilities ``(N, S, K, K)`` from latent utilities ``(N, S, K)``."""
-    n, s, k = v.shape
+    k = v.shape[-1]
     pairs = pairs_of(k)
     dv = v[..., pairs[:, 0]] - v[..., pairs[:, 1]]  # (N, S, 15)
-    order = np.array([1.0, 1.0, -1.0, -1.0])
-    label = np.array([1.0, -1.0, 1.0, -1.0])
+    order = JUDGE_ORDER
+    label = JUDGE_LABEL
     noise = rng.normal(scale=prm.judge_noise, size=(*dv.shape, 4))
     logit = (
         prm.judge_beta * dv[..., None]
@@ -272,13 +363,7 @@ def _judge(v: np.ndarray, prm: TutorSimParams, rng) -> np.ndarray:
         + noise
     )
     picks = rng.binomial(prm.judge_samples, sigmoid(logit))
-    half = prm.judge_samples + 0.5
-    log_odds = np.log((picks + 0.5) / (half - picks)).mean(axis=-1)
-    p_pair = sigmoid(log_odds)
-    prob = np.full((n, s, k, k), 0.5)
-    prob[..., pairs[:, 0], pairs[:, 1]] = p_pair
-    prob[..., pairs[:, 1], pairs[:, 0]] = 1.0 - p_pair
-    return prob
+    return judge_probabilities(picks, prm.judge_samples, k)
 
 
 def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_PARAMS) -> World:
@@ -323,8 +408,7 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
     v = v + rng("utility-noise").normal(scale=prm.utility_noise, size=(n, s, k))
 
     prob = _judge(v, prm, rng("judge"))
-    beta = fit_bt_ridge(prob, ridge=prm.bt_ridge)
-    utility = np.clip(0.5 + beta / prm.bt_scale, 0.0, 1.0)
+    utility = bt_utilities(prob, ridge=prm.bt_ridge, scale=prm.bt_scale)
 
     if roster.students == "scrambled":
         perms = _scramble_permutations(n, k, rng("scramble"))
