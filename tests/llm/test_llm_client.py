@@ -151,6 +151,19 @@ def test_budget_cap_stops_sending(tmp_path):
     assert len(skipped) == 2
 
 
+@pytest.mark.parametrize(("connections", "most"), [(1, 3), (3, 5)])
+def test_budget_cap_holds_for_calls_queued_behind_slow_ones(tmp_path, connections, most):
+    """Calls waiting for a connection check the budget when they get one: with one connection
+    exactly the calls that fit are sent; with more, only those already in flight overshoot."""
+    backend = FlakyBackend(latency=0.01, usage=Usage(1_000_000, 0))  # 1.0 per call
+    with _client(backend, tmp_path, max_connections=connections, budget=2.5) as client:
+        responses = client.run(make_requests(20))
+    sent = sum(backend.attempts.values())
+    assert 3 <= sent <= most
+    assert sum(r.ok for r in responses) == sent
+    assert all("budget of 2.5 USD reached" in r.error for r in responses if not r.ok)
+
+
 def test_call_log_lines(tmp_path):
     backend = FlakyBackend(lambda r: [transient(429, retry_after=1.0)] if r.sample == 0 else [])
     requests = make_requests(1, samples=2)

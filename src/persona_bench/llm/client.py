@@ -372,23 +372,29 @@ class LLMClient:
         started = self._clock()
         attempt = 0
         while True:
-            if self.budget is not None and self._stats.cost >= self.budget:
+            async with state.semaphore:
+                # checked once a connection is free, so calls that queued for one see what was
+                # spent meanwhile (at most max_connections calls in flight can pass the cap)
+                over_budget = self.budget is not None and self._stats.cost >= self.budget
+                if not over_budget:
+                    attempt += 1
+                    t0 = self._clock()
+                    self._stats.attempts += 1
+                    try:
+                        answer = await self._attempt(request)
+                    except LLMCallError as exc:
+                        failure = exc
+                    else:
+                        return self._success(
+                            request, answer, attempt, started, self._clock() - t0
+                        )
+            if over_budget:
                 error = (
                     f"budget of {self.budget:g} {self.prices.currency} reached "
                     f"({self._stats.cost:.4f} spent); not sent"
                 )
                 self._log(request, "skipped", attempt=attempt, cached=False, error=error)
                 return self._failure(request, error, attempt, started)
-            attempt += 1
-            async with state.semaphore:
-                t0 = self._clock()
-                self._stats.attempts += 1
-                try:
-                    answer = await self._attempt(request)
-                except LLMCallError as exc:
-                    failure = exc
-                else:
-                    return self._success(request, answer, attempt, started, self._clock() - t0)
             latency = self._clock() - t0
             if not failure.retryable or attempt >= self.retry.max_attempts:
                 self._log(

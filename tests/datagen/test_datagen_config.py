@@ -1,0 +1,157 @@
+"""Datagen configs: the example loads; every error names the file and the field."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from pb_datagen_helpers import SMALL, tiny_mapping
+
+from persona_bench.cli.main import main
+from persona_bench.datagen import DatagenConfigError, load_config, question_bank
+
+
+def test_example_config_loads():
+    config = load_config(SMALL)
+    assert config.name == "small"
+    assert config.K == 6 and len(config.students) == 2
+    assert config.n_questions == 24 and config.rounds == 24
+    assert [s.id for s in config.students] == ["nursing_student", "math_major"]
+    assert config.llm.backend == "scripted" and config.llm.budget == 2.0
+    assert config.models["judge"].request_params() == {"temperature": 1.0, "max_tokens": 4}
+    bank = question_bank(config)
+    assert len({q.id for q in bank}) == 24
+    assert {q.kind for q in bank} == {"definition", "computation", "why"}
+    assert all(q.example for q in bank)  # TutorSim's topics carry example questions
+
+
+def _write(tmp_path, data, name="cfg.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _error(tmp_path, data) -> str:
+    path = _write(tmp_path, data)
+    with pytest.raises(DatagenConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert str(path) in message or "persona_bench/worlds/data" in message, message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"colour": 1}, "(top level)", "unknown keys ['colour']"),
+        ({"samples": "four"}, "samples", "expected an integer"),
+        ({"samples": 0}, "samples", ">= 1"),
+        ({"seed": -1}, "seed", ">= 0"),
+        ({"topics": None}, "topics", "expected 'builtin', a list"),
+        ({"topics": {"builtin": "moon"}}, "topics.builtin", "expected one of"),
+        ({"topics": {"builtin": "dev", "take": ["nope"]}}, "topics.take[0]", "unknown id 'nope'"),
+        ({"topics": {"builtin": "dev", "take": 99}}, "topics.take", "expected 1..12"),
+        ({"students": {"builtin": "dev", "take": 0}}, "students.take", "expected 1..8"),
+        ({"world": {"rounds": 7}}, "world.rounds", "at most 6"),
+        ({"world": {"arrivals": 0}}, "world.arrivals", ">= 1"),
+        ({"models": {"judge": {"temperature": "hot"}}}, "models.judge.temperature", "number"),
+        ({"models": {"judge": {"params": {"n": 4}}}}, "models.judge.params", "'n' cannot"),
+        ({"models": {"critic": "gpt"}}, "models", "unknown keys ['critic']"),
+        ({"retries": {"judge": -1}}, "retries.judge", ">= 0"),
+        ({"rater": {"scale": [10, 1]}}, "rater.scale", "lowest < highest"),
+        ({"bt": {"ridge": 0}}, "bt.ridge", "> 0"),
+        ({"scripted": {"judge_malformed": 2}}, "scripted.judge_malformed", "<= 1"),
+        ({"scripted": {"judge_temperature": 1}}, "scripted", "unknown keys"),
+        ({"llm": {"backend": "carrier-pigeon"}}, "llm", "backend"),
+        ({"budget": 1, "llm": {"budget": 2}}, "budget", "keep one"),
+        (
+            {"prompts": {"judge_user": "Pick one: {answer_1} {answer_2}"}},
+            "prompts.judge_user",
+            "missing placeholders",
+        ),
+        (
+            {"prompts": {"answer_user": "{question} {mood}"}},
+            "prompts.answer_user",
+            "unknown placeholders ['mood']",
+        ),
+        ({"prompts": {"judge_hint": "x"}}, "prompts", "unknown keys ['judge_hint']"),
+        ({"questions": {"cues_per_question": 14}}, "questions.cues_per_question", "at most 13"),
+    ],
+)
+def test_errors_name_the_file_and_the_field(tmp_path, change, field, words):
+    message = _error(tmp_path, {**tiny_mapping(), **change})
+    assert f": {field}" in message and words in message, message
+
+
+def test_entry_errors_point_into_the_list(tmp_path):
+    personas = [
+        {"id": "a", "prompt": "You are A.", "style": {"brevity": 2}},
+        {"id": "b", "prompt": "You are B."},
+    ]
+    message = _error(tmp_path, tiny_mapping(personas=personas))
+    assert "personas[0].style.brevity" in message and "<= 1.0" in message
+    personas[0]["style"] = {"swagger": 0.5}
+    assert "unknown style dimension 'swagger'" in _error(tmp_path, tiny_mapping(personas=personas))
+    personas[0] = {"id": "b", "prompt": "You are B2."}
+    assert "duplicate id 'b'" in _error(tmp_path, tiny_mapping(personas=personas))
+    personas[0] = {"id": "a", "prompt": "You are B."}
+    assert "same prompt" in _error(tmp_path, tiny_mapping(personas=personas))
+    students = [{"id": "s", "description": "x", "quirks": ["likes_cats"]}]
+    message = _error(tmp_path, tiny_mapping(students=students))
+    assert "students[0].quirks[0]" in message and "unknown quirk 'likes_cats'" in message
+    topics = [{"id": "t", "chains": [{"concept": "c", "essay": "Write about c."}]}]
+    message = _error(tmp_path, tiny_mapping(topics=topics))
+    assert "topics[0].chains[0]" in message and "unknown keys ['essay']" in message
+
+
+def test_missing_and_broken_files(tmp_path):
+    with pytest.raises(DatagenConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("topics: [unclosed\n")
+    with pytest.raises(DatagenConfigError, match=re.escape(str(bad)) + ": not valid YAML"):
+        load_config(bad)
+    message = _error(tmp_path, tiny_mapping(students={"file": "profiles.yaml"}))
+    assert "students.file" in message and "profiles.yaml does not exist" in message
+
+
+def test_files_inline_entries_and_template_students(tmp_path):
+    (tmp_path / "people.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "profiles": [
+                    {"id": "ana", "description": "You love proofs.", "taste": {"rigor": 0.9}},
+                    {"id": "ben", "description": "You love stories.", "taste": {"examples": 1}},
+                    {"id": "cy", "description": "You are in a hurry.", "cue_following": 2},
+                ]
+            }
+        )
+    )
+    data = tiny_mapping(
+        students={"file": "people.yaml", "take": ["cy", "ana"]},
+        topics=[{"id": "fractions", "chains": ["adding fractions", {"concept": "ratios"}]}],
+        personas={"builtin": True, "take": 3},
+        cues={"builtin": True, "take": ["exam_quote", "two_minutes"]},
+        questions={"cues_per_question": 2},
+        world={"rounds": 12},
+    )
+    config = load_config(_write(tmp_path, data))
+    assert [s.id for s in config.students] == ["cy", "ana"]
+    assert config.students[0].cue_following == 2.0
+    assert config.K == 3 and config.n_questions == 2 * 3 * 2
+    bank = question_bank(config)
+    assert {q.cue for q in bank} == {"exam_quote", "two_minutes"}
+    assert all(q.example is None and q.subject == "" for q in bank)
+
+    templated = load_config(_write(tmp_path, tiny_mapping(students={"template": 5, "quirks": 2})))
+    assert len(templated.students) == 5
+    assert all(len(s.quirks) == 2 for s in templated.students)
+    assert len({s.description for s in templated.students}) == 5
+
+
+def test_cli_reports_config_errors(tmp_path, capsys):
+    path = _write(tmp_path, {**tiny_mapping(), "samples": "many"})
+    assert main(["datagen", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "persona-bench: error:" in err and "samples: expected an integer" in err
