@@ -11,6 +11,7 @@ Subcommands::
     persona-bench cache stats|clear           the LLM response cache
     persona-bench rank BATTLES --out DIR      personalized rankings from a vote log
     persona-bench datagen CONFIG.yaml         build a world from LLM calls (--dry-run first)
+    persona-bench prefdisco generate|run|report   cold-start preference discovery
 
 Errors raised on purpose by persona-bench print ``persona-bench: error: <message>`` and exit
 with status 2; an interrupted run exits with 130 and keeps its finished rows.
@@ -28,7 +29,14 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from persona_bench import __version__
-from persona_bench.cli import cache_cmd, datagen_cmd, pages_cmd, rank_cmd, report_cmd
+from persona_bench.cli import (
+    cache_cmd,
+    datagen_cmd,
+    pages_cmd,
+    prefdisco_cmd,
+    rank_cmd,
+    report_cmd,
+)
 from persona_bench.core.errors import PersonaBenchError, ResultsFileError, SpecError
 from persona_bench.core.registry import parse_spec, split_specs
 from persona_bench.runner.distributed import dask_executor
@@ -221,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only these policies (comma list of specs); references are kept "
         "unless some ref:... names are listed",
     )
-    for module in (report_cmd, pages_cmd, cache_cmd, rank_cmd, datagen_cmd):
+    for module in (report_cmd, pages_cmd, cache_cmd, rank_cmd, datagen_cmd, prefdisco_cmd):
         COMMANDS.update(module.register(sub))
     return parser
 

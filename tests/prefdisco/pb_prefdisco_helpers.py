@@ -1,0 +1,67 @@
+"""Helpers shared by the PrefDisco tests (imported by name: ``tests/prefdisco`` is on sys.path)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from persona_bench.cli import prefdisco_cmd
+from persona_bench.core.errors import PersonaBenchError
+
+
+def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
+    """Run ``persona-bench prefdisco ...``; return (status, stdout, stderr).
+
+    Goes through ``persona_bench.cli.main`` when ``prefdisco`` is registered there, otherwise
+    through a parser with only the prefdisco command (same error handling).
+    """
+    from persona_bench.cli import main as cli_main
+
+    out, err = io.StringIO(), io.StringIO()
+    old_out, old_err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        if "prefdisco" in cli_main.build_parser()._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
+            status = cli_main.main(["prefdisco", *argv])
+        else:
+            parser = argparse.ArgumentParser(prog="persona-bench")
+            sub = parser.add_subparsers(dest="command", required=True)
+            handlers = prefdisco_cmd.register(sub)
+            try:
+                args = parser.parse_args(["prefdisco", *argv])
+            except SystemExit as exc:
+                status = int(exc.code or 0)
+            else:
+                try:
+                    status = handlers[args.command](args, sys.stdout)
+                except PersonaBenchError as exc:
+                    print(f"persona-bench: error: {exc}", file=sys.stderr)
+                    status = 2
+    finally:
+        sys.stdout, sys.stderr = old_out, old_err
+    return status, out.getvalue(), err.getvalue()
+
+
+def small_config(
+    path: Path, *, models: str = "[scripted-ask1, scripted-ask3]", extra: str = ""
+) -> Path:
+    """A small offline study config (6 built-in tasks x 2 personas)."""
+    path.write_text(
+        "generate:\n"
+        "  seed: 3\n"
+        "  personas: 4\n"
+        "  personas_per_task: 2\n"
+        "  tasks:\n"
+        "    - {format: builtin, limit: 6}\n"
+        "  enrich: true\n"
+        "  refine_rubrics: true\n"
+        "run:\n"
+        f"  models: {models}\n"
+        "report:\n"
+        "  bootstrap: 200\n" + extra,
+        encoding="utf-8",
+    )
+    return path
