@@ -37,6 +37,7 @@ from persona_bench.cli import (
     rank_cmd,
     report_cmd,
 )
+from persona_bench.cli.argtypes import positive_int
 from persona_bench.core.errors import PersonaBenchError, ResultsFileError, SpecError
 from persona_bench.core.registry import parse_spec, split_specs
 from persona_bench.runner.distributed import dask_executor
@@ -101,16 +102,6 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
 def _add_scheduler(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scheduler",
@@ -152,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--out", default="results.jsonl", help="results file (default: results.jsonl)")
     run.add_argument(
-        "--jobs", type=_jobs, default=None, help="worker processes (default: number of CPUs)"
+        "--jobs", type=positive_int, default=None, help="worker processes (default: number of CPUs)"
     )
     _add_scheduler(run)
     run.add_argument(
@@ -181,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     board.add_argument("--csv", default="leaderboard.csv", help="CSV output (default: %(default)s)")
     board.add_argument(
-        "--jobs", type=_jobs, default=None, help="worker processes (default: number of CPUs)"
+        "--jobs", type=positive_int, default=None, help="worker processes (default: number of CPUs)"
     )
     _add_scheduler(board)
     board.add_argument(
@@ -210,7 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
         "show checkpoints, csv and json every point",
     )
     stats.add_argument(
-        "--window", type=_jobs, default=25, help="moving-mean window in arrivals (default: 25)"
+        "--window",
+        type=positive_int,
+        default=25,
+        help="moving-mean window in arrivals (default: 25)",
     )
     stats.add_argument(
         "--by-profile",

@@ -27,39 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from persona_bench.cli.argtypes import non_negative_int, positive_float, positive_int
 from persona_bench.llm.config import add_llm_arguments, config_from_args
 
 FORMATS_HELP = "builtin, math500, medqa, commonsenseqa, logiqa, socialiqa, generic"
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -88,10 +59,10 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     )
     gen.add_argument("folder", metavar="DIR", help="dataset folder (created)")
     gen.add_argument("--config", default=None, help="YAML config (default: the offline demo)")
-    gen.add_argument("--seed", type=_non_negative, default=None, help="root seed")
-    gen.add_argument("--personas", type=_positive, default=None, help="persona library size")
+    gen.add_argument("--seed", type=non_negative_int, default=None, help="root seed")
+    gen.add_argument("--personas", type=positive_int, default=None, help="persona library size")
     gen.add_argument(
-        "--per-task", type=_positive, default=None, help="personas paired with each task"
+        "--per-task", type=positive_int, default=None, help="personas paired with each task"
     )
     gen.add_argument(
         "--tasks",
@@ -100,7 +71,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         metavar="FORMAT[:PATH]",
         help=f"a task source (repeatable); FORMAT is one of {FORMATS_HELP}",
     )
-    gen.add_argument("--limit", type=_positive, default=None, help="items per task source")
+    gen.add_argument("--limit", type=positive_int, default=None, help="items per task source")
     gen.add_argument("--enrich", action="store_true", default=None, help="LLM backstories")
     gen.add_argument(
         "--refine-rubrics", action="store_true", default=None, help="LLM-refined rubrics"
@@ -121,7 +92,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     run.add_argument(
         "--conditions", type=_names, default=None, help="comma list of baseline,discovery,oracle"
     )
-    run.add_argument("--max-turns", type=_positive, default=None, help="question budget")
+    run.add_argument("--max-turns", type=positive_int, default=None, help="question budget")
     run.add_argument("--router", choices=("keyword", "llm"), default=None, help="user's router")
     run.add_argument("--judge-model", default=None, help="rubric judge model")
     run.add_argument(
@@ -142,8 +113,10 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     rep.add_argument(
         "--out", default=None, metavar="DIR", help="report folder (default: RUNDIR/report)"
     )
-    rep.add_argument("--bootstrap", type=_non_negative, default=None, help="bootstrap replicates")
-    rep.add_argument("--min-gap", type=_fraction, default=None, help="NormAlign guard")
+    rep.add_argument(
+        "--bootstrap", type=non_negative_int, default=None, help="bootstrap replicates"
+    )
+    rep.add_argument("--min-gap", type=positive_float, default=None, help="NormAlign guard")
     return {"prefdisco": cmd_prefdisco}
 
 

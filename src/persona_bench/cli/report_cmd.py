@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from persona_bench.cli.argtypes import positive_int
+
 DESCRIPTION = (
     "Write DIR/report.html, one self-contained offline HTML page (inline CSS and SVG): the "
     "leaderboard per world, learning curves per arrival and per round with 95% bands, paired "
@@ -15,16 +17,6 @@ DESCRIPTION = (
     "settings and versions. Every figure is also saved as PNG and SVG in DIR/figures/. "
     'Needs matplotlib: pip install "persona-bench[report]".'
 )
-
-
-def _window(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
@@ -55,7 +47,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     )
     report.add_argument(
         "--window",
-        type=_window,
+        type=positive_int,
         default=25,
         help="centered moving-mean window of the learning curves, in arrivals (default: 25)",
     )
