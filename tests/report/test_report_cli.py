@@ -126,23 +126,7 @@ def test_a_broken_play_widget_costs_only_its_section(toy, tmp_path, monkeypatch)
     assert "be-the-policy" not in html and "Leaderboard" in html
 
 
-def test_report_without_pages(toy, tmp_path, monkeypatch):
-    results, _ = toy
-    real = importlib.util.find_spec
-
-    def find_spec(name, *args):
-        return None if name == "persona_bench.pages" else real(name, *args)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    html = build_report(results, tmp_path / "o", figures=False).html.read_text()
-    assert "be-the-policy" not in html
-    assert "not available (persona_bench.pages is not installed)" in html
-
-
 def test_real_play_widget(toy, tmp_path):
-    pages = pytest.importorskip("persona_bench.pages")
-    if not hasattr(pages, "play_widget"):
-        pytest.skip("persona_bench.pages has no play_widget yet")
     results, _ = toy
     html = build_report(results, tmp_path / "o", figures=False).html.read_text()
     assert '<h2 id="be-the-policy">Be the policy for one student</h2>' in html

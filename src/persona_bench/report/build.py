@@ -107,7 +107,7 @@ def _figures(
 
 
 def play_fragment(reports: Sequence[WorldReport], allow_test: bool) -> tuple[str | None, str, str]:
-    """The "Be the policy for one student" fragment, when :mod:`persona_bench.pages` has one.
+    """The "Be the policy for one student" fragment (:func:`persona_bench.pages.play_widget`).
 
     Uses ``play_widget(get_world(first_world, first_seed, allow_test=...), arrival=0)``.
 
@@ -115,19 +115,8 @@ def play_fragment(reports: Sequence[WorldReport], allow_test: bool) -> tuple[str
         ``(html or None, caption, status)``: the fragment, the sentence introducing it, and a
         status line for the settings section (why it is missing, if it is).
     """
-    try:
-        present = importlib.util.find_spec("persona_bench.pages") is not None
-    except ValueError:  # in sys.modules without a spec (made at run time): present
-        present = True
-    except ImportError:
-        present = False
-    if not present:
-        return None, "", "not available (persona_bench.pages is not installed)"
-    try:
-        pages = importlib.import_module("persona_bench.pages")
-        play_widget = pages.play_widget
-    except (ImportError, AttributeError) as exc:
-        return None, "", f"not available (persona_bench.pages has no play_widget: {exc})"
+    from persona_bench.pages import play_widget
+
     if not reports or not reports[0].seeds:
         return None, "", "not available (no world)"
     world_name, seed = reports[0].world, reports[0].seeds[0]
