@@ -170,9 +170,16 @@ def test_stats_formats_and_filters(toy_world, user_policies, tmp_path, capsys):
     assert main([*_run(toy_world, out), "--policies", f"random,{fixed}"]) == 0
     capsys.readouterr()
     assert main(["stats", str(out), "--format", "json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    data = doc["summary"]
     assert {d["policy"] for d in data} == {"random", fixed, *REFERENCES}
     assert all(d["n"] == 2 for d in data)
+    # paired gains vs random by default (the competitor itself is not listed)
+    assert [(g["policy"], g["competitor"], g["n"]) for g in doc["paired_gains"]] == [
+        (fixed, "random", 2)
+    ]
+    assert main(["stats", str(out), "--format", "json", "--competitor", "none"]) == 0
+    assert list(json.loads(capsys.readouterr().out)) == ["summary"]
     assert main(["stats", str(out), "--format", "csv", "--policies", "random"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("world,policy,kind,n")
@@ -315,12 +322,7 @@ def test_stats_curves_print_learning_and_per_round_curves(toy_world, tmp_path, c
     rows = [r for r in ResultsStore(results).rows() if r["kind"] == "policy"]
     assert main(["stats", str(results), "--curves", "--window", "3", "--format", "json"]) == 0
     printed = capsys.readouterr().out
-    decoder, docs, at = json.JSONDecoder(), [], 0
-    while at < len(printed.rstrip()):
-        doc, at = decoder.raw_decode(printed, at)
-        docs.append(doc)
-        at += len(printed[at:]) - len(printed[at:].lstrip())
-    entries = docs[-1]  # the summary table, then the curves
+    entries = json.loads(printed)["curves"]
     for policy in ("random", "notransfer"):
         mine = [r for r in rows if r["policy"] == policy]
         world = mine[0]["world"]

@@ -191,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--competitor",
         default=None,
         help="also print each policy's paired relative change in excess regret vs this policy "
-        "(e.g. random, notransfer), with 95%% t and bootstrap intervals over seeds",
+        "(e.g. notransfer), with 95%% t and bootstrap intervals over the seeds both have "
+        "(default: random, when the file has it; none: do not print them)",
     )
     stats.add_argument(
         "--curves",
@@ -327,29 +328,56 @@ def filter_rows(
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
-    """Summarize a results file."""
+    """Summarize a results file: the table, paired gains vs the competitor, and on request
+    curves and the per-profile breakdown. ``--format json`` writes one object with a key per
+    section (``summary``, ``paired_gains``, ``curves``, ``by_profile``)."""
     if not os.path.isfile(args.results):
         raise ResultsFileError(f"results file {args.results} does not exist")
     rows = filter_rows(ResultsStore(args.results, repair=False).rows(), args.worlds, args.policies)
     if not rows:
         print(f"{PROG}: no rows in {args.results} match the filters", file=sys.stderr)
         return 1
-    out.write(format_table(summarize_rows(rows), args.format))
-    if args.competitor:
-        pool = filter_rows(ResultsStore(args.results, repair=False).rows(), args.worlds, None)
-        try:
-            gains = paired_gains([r for r in pool if r.get("kind") == "policy"], args.competitor)
-        except ValueError as exc:
-            raise SpecError(f"--competitor: {exc}") from None
-        if args.policies:
-            names = _policy_names(args.policies)
-            gains = [g for g in gains if g["policy"] in names]
+    summary = summarize_rows(rows)
+    gains = _stats_gains(args)
+    policy_rows = [r for r in rows if r.get("kind") == "policy"]
+    if args.format == "json":
+        doc: dict[str, Any] = {"summary": json.loads(format_table(summary, "json"))}
+        if gains is not None:
+            doc["paired_gains"] = gains
+        if args.curves:
+            doc["curves"] = _curves(policy_rows, args.window)
+        if args.by_profile:
+            doc["by_profile"] = _profile_entries(rows, args)
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return 0
+    out.write(format_table(summary, args.format))
+    if gains:
         out.write(format_gains(gains, args.format))
     if args.curves:
-        out.write(format_curves([r for r in rows if r.get("kind") == "policy"], args))
+        out.write(format_curves(policy_rows, args))
     if args.by_profile:
-        out.write(_profile_tables(rows, args))
+        out.write(_profile_tables(_profile_entries(rows, args), args.format))
     return 0
+
+
+def _stats_gains(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    """Paired gains vs ``--competitor`` (default ``random`` when the file has it; ``none``:
+    no gains), restricted to ``--worlds``/``--policies``; None when not printed."""
+    competitor = "random" if args.competitor is None else args.competitor
+    if competitor == "none":
+        return None
+    pool = filter_rows(ResultsStore(args.results, repair=False).rows(), args.worlds, None)
+    pool = [r for r in pool if r.get("kind") == "policy"]
+    if args.competitor is None and not any(r["policy"] == competitor for r in pool):
+        return None
+    try:
+        gains = paired_gains(pool, competitor)
+    except ValueError as exc:
+        raise SpecError(f"--competitor: {exc}") from None
+    if args.policies:
+        names = _policy_names(args.policies)
+        gains = [g for g in gains if g["policy"] in names]
+    return gains
 
 
 def _curves(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]]:
@@ -380,10 +408,8 @@ def _curves(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]]:
 
 
 def format_curves(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
-    """Learning curves (per arrival) and per-round curves as text, Markdown, CSV or JSON."""
+    """Learning curves (per arrival) and per-round curves as text, Markdown or CSV."""
     entries = _curves(rows, args.window)
-    if args.format == "json":
-        return json.dumps(entries, indent=2) + "\n"
     fields = ("world", "policy", "curve", "x", "mean", "lo", "hi", "seeds")
     if args.format == "csv":
         lines = [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
@@ -432,13 +458,13 @@ def format_curves(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _profile_tables(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
-    """Per-profile breakdown of one policy on every world in ``rows``."""
+def _profile_entries(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Per-profile breakdown of the ``--by-profile`` policy on every world in ``rows``."""
     try:
         policy = str(parse_spec(args.by_profile))
     except SpecError:
         policy = args.by_profile  # a file or module policy keeps its spec as written
-    parts = []
+    entries: list[dict[str, Any]] = []
     for world_name in dict.fromkeys(r["world"] for r in rows):
         world_rows = [r for r in rows if r["world"] == world_name and r["policy"] == policy]
         if not world_rows:
@@ -448,36 +474,36 @@ def _profile_tables(rows: list[dict[str, Any]], args: argparse.Namespace) -> str
             lambda seed, w=world_name: get_world(w, seed, allow_test=args.allow_test),
             policy,
         )
-        entries = [{"world": world_name, "policy": policy, **e} for e in table]
-        if args.format == "json":
-            parts.append(json.dumps(entries, indent=2))
-        elif args.format == "csv":
-            fields = ("world", "policy", "profile", "arrivals", "excess_mean", "excess_se")
-            parts.append(
-                "\n".join(
-                    [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
-                )
-            )
-        else:
-            lines = [
-                f"\n{policy} on {world_name}: excess regret per arrival by hidden profile "
-                "(worst served first)"
-            ]
-            lines += [
-                f"  {e['profile']:40s} {e['arrivals']:6d} arrivals  "
-                f"{e['excess_mean']:6.3f} ± {e['excess_se']:.3f}"
-                for e in entries
-            ]
-            parts.append("\n".join(lines))
-    if not parts:
+        entries += [{"world": world_name, "policy": policy, **e} for e in table]
+    if not entries:
         raise SpecError(f"--by-profile: no rows for policy {policy!r}")
+    return entries
+
+
+def _profile_tables(entries: list[dict[str, Any]], fmt: str) -> str:
+    """The per-profile breakdown as CSV, or text/Markdown lines per world."""
+    if fmt == "csv":
+        fields = ("world", "policy", "profile", "arrivals", "excess_mean", "excess_se")
+        lines = [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
+        return "\n".join(lines) + "\n"
+    parts = []
+    for world_name in dict.fromkeys(e["world"] for e in entries):
+        mine = [e for e in entries if e["world"] == world_name]
+        lines = [
+            f"\n{mine[0]['policy']} on {world_name}: excess regret per arrival by hidden "
+            "profile (worst served first)"
+        ]
+        lines += [
+            f"  {e['profile']:40s} {e['arrivals']:6d} arrivals  "
+            f"{e['excess_mean']:6.3f} ± {e['excess_se']:.3f}"
+            for e in mine
+        ]
+        parts.append("\n".join(lines))
     return "\n".join(parts) + "\n"
 
 
 def format_gains(gains: list[dict[str, Any]], fmt: str) -> str:
-    """Paired relative changes in excess regret as text, Markdown, CSV or JSON."""
-    if fmt == "json":
-        return json.dumps(gains, indent=2) + "\n"
+    """Paired relative changes in excess regret as text, Markdown or CSV."""
     fields = (
         "world",
         "policy",
