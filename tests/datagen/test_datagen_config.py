@@ -110,7 +110,7 @@ def test_missing_and_broken_files(tmp_path):
         load_config(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("topics: [unclosed\n")
-    with pytest.raises(DatagenConfigError, match=re.escape(str(bad)) + ": not valid YAML"):
+    with pytest.raises(DatagenConfigError, match=re.escape(str(bad)) + " is not valid YAML"):
         load_config(bad)
     message = _error(tmp_path, tiny_mapping(students={"file": "profiles.yaml"}))
     assert "students.file" in message and "profiles.yaml does not exist" in message

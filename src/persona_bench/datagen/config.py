@@ -57,6 +57,7 @@ import yaml
 
 from persona_bench.core.errors import PersonaBenchError
 from persona_bench.core.rng import stream
+from persona_bench.core.yamlfile import read_yaml
 from persona_bench.datagen.prompts import Templates, check_template
 from persona_bench.llm.config import LLMConfig
 from persona_bench.llm.errors import LLMConfigError
@@ -475,14 +476,7 @@ def _read_builtin(name: str) -> Any:
 
 
 def _read_yaml(path: Path, where: _Where, field_path: str) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise where.error(field_path, f"file {path} does not exist") from None
-    except OSError as exc:
-        raise where.error(field_path, f"cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise where.error(field_path, f"{path} is not valid YAML: {exc}") from None
+    return read_yaml(path, "file", lambda message: where.error(field_path, message))
 
 
 def _collection(
@@ -1122,18 +1116,8 @@ def load_config(path: str | os.PathLike[str]) -> DatagenConfig:
         DatagenConfigError: The file is missing, not YAML, or invalid (the message names the
             file and the field).
     """
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DatagenConfigError(f"config file {file} does not exist") from None
-    except OSError as exc:
-        raise DatagenConfigError(f"cannot read config file {file}: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise DatagenConfigError(f"{file}: not valid YAML: {exc}") from None
-    return config_from_mapping(data, source=str(file))
+    data = read_yaml(path, "config file", DatagenConfigError)
+    return config_from_mapping(data, source=str(path))
 
 
 __all__ = [

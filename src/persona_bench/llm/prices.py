@@ -25,11 +25,11 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from persona_bench.core.yamlfile import read_yaml
 from persona_bench.llm.errors import PriceTableError
 
 #: Environment variable naming a user price file (used when no path is given).
@@ -219,16 +219,8 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> PriceTable:
     base = default_prices()
     if path is None:
         return base
-    file = Path(path)
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PriceTableError(f"price file {file} does not exist") from None
-    except OSError as exc:
-        raise PriceTableError(f"cannot read price file {file}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise PriceTableError(f"price file {file} is not valid YAML: {exc}") from None
-    user, replace = _parse_table(data, str(file))
+    data = read_yaml(path, "price file", PriceTableError)
+    user, replace = _parse_table(data, str(path))
     return user if replace else base.merged(user)
 
 

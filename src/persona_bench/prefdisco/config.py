@@ -49,8 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from persona_bench.core.yamlfile import read_yaml
 from persona_bench.llm.config import LLMConfig
 from persona_bench.llm.errors import LLMConfigError
 from persona_bench.prefdisco.errors import ConfigError
@@ -467,16 +466,7 @@ def load_config(path: str | Path | None) -> PrefDiscoConfig:
     if path is None:
         return PrefDiscoConfig()
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"config file {p} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {p}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    data = read_yaml(p, "config file", ConfigError)
     if data is not None and not isinstance(data, Mapping):
         raise ConfigError(f"{p}: expected a mapping of sections, got {type(data).__name__}")
     return PrefDiscoConfig.from_mapping(data, source=str(p), base_dir=p.parent.resolve())
