@@ -406,7 +406,7 @@ def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int 
     cbar.outline.set_visible(False)
     what = "hidden profile" if table.grouping == "profile" else "trait value and quirk"
     ax.set_title(
-        f"{short_name(table.world)}\nexcess regret per arrival by {what}, "
+        f"{short_name(table.world)}\nexcess regret per arrival by {what},\n"
         "relative to each policy's mean",
         loc="left",
         fontweight="bold",
