@@ -333,12 +333,13 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     section (``summary``, ``paired_gains``, ``curves``, ``by_profile``)."""
     if not os.path.isfile(args.results):
         raise ResultsFileError(f"results file {args.results} does not exist")
-    rows = filter_rows(ResultsStore(args.results, repair=False).rows(), args.worlds, args.policies)
+    all_rows = ResultsStore(args.results, repair=False).rows()
+    rows = filter_rows(all_rows, args.worlds, args.policies)
     if not rows:
         print(f"{PROG}: no rows in {args.results} match the filters", file=sys.stderr)
         return 1
     summary = summarize_rows(rows)
-    gains = _stats_gains(args)
+    gains = _stats_gains(all_rows, args)
     policy_rows = [r for r in rows if r.get("kind") == "policy"]
     if args.format == "json":
         doc: dict[str, Any] = {"summary": json.loads(format_table(summary, "json"))}
@@ -360,14 +361,16 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _stats_gains(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+def _stats_gains(
+    all_rows: list[dict[str, Any]], args: argparse.Namespace
+) -> list[dict[str, Any]] | None:
     """Paired gains vs ``--competitor`` (default ``random`` when the file has it; ``none``:
-    no gains), restricted to ``--worlds``/``--policies``; None when not printed."""
+    no gains) among ``all_rows`` of ``--worlds``, listed for ``--policies``; None when not
+    printed. The competitor is looked up among all policies, whatever ``--policies`` says."""
     competitor = "random" if args.competitor is None else args.competitor
     if competitor == "none":
         return None
-    pool = filter_rows(ResultsStore(args.results, repair=False).rows(), args.worlds, None)
-    pool = [r for r in pool if r.get("kind") == "policy"]
+    pool = [r for r in filter_rows(all_rows, args.worlds, None) if r.get("kind") == "policy"]
     if args.competitor is None and not any(r["policy"] == competitor for r in pool):
         return None
     try:
