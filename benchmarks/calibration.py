@@ -19,9 +19,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from persona_bench.runner.cell import run_cell
-from persona_bench.stats.references import reference_rows
-from persona_bench.worlds import ROSTERS, get_world
+from prefduel.runner.cell import run_cell
+from prefduel.stats.references import reference_rows
+from prefduel.worlds import ROSTERS, get_world
 
 COLUMNS = (
     ("ref:best-single-pair", "single pair", "5-25"),

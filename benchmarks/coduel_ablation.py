@@ -25,9 +25,9 @@ from collections import defaultdict
 import numpy as np
 from scipy import stats
 
-from persona_bench.cli.main import parse_seeds
-from persona_bench.core.registry import split_specs
-from persona_bench.runner.sweep import sweep
+from prefduel.cli.main import parse_seeds
+from prefduel.core.registry import split_specs
+from prefduel.runner.sweep import sweep
 
 ABLATIONS = (
     "coduel",

@@ -17,11 +17,11 @@ from collections import Counter
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from persona_bench.policies import load_policy
-from persona_bench.policies.coduel.population import component_posteriors
-from persona_bench.runner.cell import play, policy_rng
-from persona_bench.stats.references import linear_oracle_theta
-from persona_bench.worlds import get_world
+from prefduel.policies import load_policy
+from prefduel.policies.coduel.population import component_posteriors
+from prefduel.runner.cell import play, policy_rng
+from prefduel.stats.references import linear_oracle_theta
+from prefduel.worlds import get_world
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

@@ -21,8 +21,8 @@ def _one_run(args: tuple[str, int, str]) -> tuple[float, float, float]:
     roster, seed, spec = args
     from threadpoolctl import threadpool_limits
 
-    from persona_bench.runner.cell import run_cell
-    from persona_bench.worlds import get_world
+    from prefduel.runner.cell import run_cell
+    from prefduel.worlds import get_world
 
     world = get_world(roster, seed, allow_test=True)
     with threadpool_limits(limits=1):

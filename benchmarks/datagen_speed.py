@@ -1,4 +1,4 @@
-"""Speed of ``persona-bench datagen`` offline (scripted backend) on ``examples/small.yaml``.
+"""Speed of ``prefduel datagen`` offline (scripted backend) on ``examples/small.yaml``.
 
 Measures, in one process with a fresh cache:
 
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from persona_bench.datagen import estimate, generate, load_config
-from persona_bench.llm import LLMClient, LLMRequest, ScriptedBackend
+from prefduel.datagen import estimate, generate, load_config
+from prefduel.llm import LLMClient, LLMRequest, ScriptedBackend
 
 ROOT = Path(__file__).resolve().parents[1]
 

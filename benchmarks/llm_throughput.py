@@ -6,7 +6,7 @@ Targets (issue 6): >= 500 cached lookups/s and >= 200 concurrent mocked calls/s 
   ``LLMClient.complete_many`` (the path a resumed run takes); reference: raw ``sqlite3`` primary
   key lookups on the same file.
 * mocked calls: uncached requests through ``LLMClient`` -> ``OpenAIBackend`` -> the ``openai``
-  SDK -> HTTP -> the local test server (``persona_bench.llm.testserver``, in a separate process
+  SDK -> HTTP -> the local test server (``prefduel.llm.testserver``, in a separate process
   so that it has its own core), each answer stored in the cache and logged; reference: the same
   number of raw HTTP requests with ``httpx2.AsyncClient`` at the same concurrency against the
   same server.
@@ -28,11 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from persona_bench.llm import LLMClient, LLMRequest, ResponseCache, RetryPolicy, ScriptedBackend
+from prefduel.llm import LLMClient, LLMRequest, ResponseCache, RetryPolicy, ScriptedBackend
 
 TARGET_LOOKUPS = 500.0
 TARGET_CALLS = 200.0
-KEY_ENV = "PB_BENCH_FAKE_KEY"
+KEY_ENV = "PREFDUEL_BENCH_FAKE_KEY"
 
 
 def _requests(n: int, tag: str) -> list[LLMRequest]:
@@ -80,7 +80,7 @@ def bench_lookups(folder: Path, n: int) -> tuple[float, float, float]:
 def start_server() -> tuple[subprocess.Popen, str]:
     """The test server in its own process; returns it and its base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "persona_bench.llm.testserver", "--port", "0"],
+        [sys.executable, "-m", "prefduel.llm.testserver", "--port", "0"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -96,7 +96,7 @@ async def _client_calls(
     base_url: str, folder: Path, n: int, connections: int, repeats: int
 ) -> tuple[float, float]:
     """Best calls/s over ``repeats`` batches of ``n`` new requests, and client CPU ms per call."""
-    from persona_bench.llm.openai_backend import OpenAIBackend
+    from prefduel.llm.openai_backend import OpenAIBackend
 
     backend = OpenAIBackend(base_url, api_key_env=KEY_ENV, timeout=30, pool_size=connections)
     client = LLMClient(

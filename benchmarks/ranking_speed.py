@@ -1,7 +1,7 @@
 """Speed of the ranking subpackage against evalica (issue 7 targets).
 
 1. Global Bradley-Terry on 1,000,000 battles among 20 models, from raw Arena-style strings
-   (model names and winner labels): persona-bench (validate + aggregate + Newton) vs
+   (model names and winner labels): prefduel (validate + aggregate + Newton) vs
    ``evalica.bradley_terry`` on the same battles in the same run (its winners handed over
    already converted to ``evalica.Winner``, conversion not timed). Target: ratio <= 1. Also
    prints the agreement with evalica and choix in Elo points (target: within 0.5).
@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from persona_bench.core.rng import stream
-from persona_bench.ranking import (
+from prefduel.core.rng import stream
+from prefduel.ranking import (
     battles_from_arrays,
     bt_per_user,
     bt_ratings,
@@ -67,7 +67,7 @@ def global_bt(n: int, m: int, repeat: int, seed: int) -> bool:
 
     wall, cpu, (battles, fit) = _best(ours, repeat)
     print(f"global BT, {n:,} battles, {m} models")
-    print(f"  persona-bench (validate + aggregate + Newton): {wall:.3f} s wall, {cpu:.3f} s CPU")
+    print(f"  prefduel (validate + aggregate + Newton): {wall:.3f} s wall, {cpu:.3f} s CPU")
     ok = True
     try:
         import evalica
@@ -84,7 +84,7 @@ def global_bt(n: int, m: int, repeat: int, seed: int) -> bool:
             f"  evalica.bradley_terry (winners pre-converted): {ewall:.3f} s wall, {ecpu:.3f} s CPU"
         )
         print(
-            f"  ratio persona-bench / evalica: {ratio:.2f} (wall), {cpu / ecpu:.2f} (CPU); "
+            f"  ratio prefduel / evalica: {ratio:.2f} (wall), {cpu / ecpu:.2f} (CPU); "
             f"target <= 1: {'PASS' if ratio <= 1 else 'FAIL'}"
         )
         ev = 1000 + 400 * np.log10(res.scores.reindex(list(battles.models)).to_numpy())

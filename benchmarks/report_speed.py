@@ -1,4 +1,4 @@
-"""Speed of ``persona-bench report`` on a leaderboard-sized results file.
+"""Speed of ``prefduel report`` on a leaderboard-sized results file.
 
 Target: the whole report (3 rosters x 10 policies x 32 seeds, plus the 7 reference rows of every
 world and seed) in under 30 s, measured as the wall time of the CLI in a fresh process (imports
@@ -6,7 +6,7 @@ included). The results file is synthetic but has the real shape: the rosters' re
 real students (so the per-profile breakdown has real profiles), curves with learning across and
 within sessions, per-student difficulty, and all fields of ``run_cell`` rows. Printed with the
 ratio to the target and to a reference measured in the same run: reading the rows with
-``ResultsStore`` and summarizing them with ``summarize_rows`` (what ``persona-bench stats``
+``ResultsStore`` and summarizing them with ``summarize_rows`` (what ``prefduel stats``
 does). Also shown: the per-profile breakdown's students tables through ``get_students`` against
 the estimated cost of regenerating every world with ``get_world``.
 
@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from persona_bench import __version__
-from persona_bench.core.rng import stream
-from persona_bench.runner.store import ResultsStore
-from persona_bench.stats.references import REFERENCES
-from persona_bench.stats.table import summarize_rows
-from persona_bench.worlds.rosters import ROSTERS, get_students, get_world
+from prefduel import __version__
+from prefduel.core.rng import stream
+from prefduel.runner.store import ResultsStore
+from prefduel.stats.references import REFERENCES
+from prefduel.stats.table import summarize_rows
+from prefduel.worlds.rosters import ROSTERS, get_students, get_world
 
 TARGET = 30.0
 WORLDS = ("test-profiles", "test-composite", "test-quirky")
@@ -148,7 +148,7 @@ def main() -> None:
     cmd = [
         sys.executable,
         "-m",
-        "persona_bench.cli.main",
+        "prefduel.cli.main",
         "report",
         str(results),
         "--out",
@@ -166,7 +166,7 @@ def main() -> None:
         f"ratio {t_report / TARGET:.2f}   vs reference {t_report / t_ref:5.1f}x"
     )
 
-    from persona_bench.report import build_report
+    from prefduel.report import build_report
 
     timed = build_report(results, base / "report-inproc", allow_test=True)
     stages = ", ".join(f"{k} {v:.2f} s" for k, v in timed.timings.items())

@@ -18,11 +18,11 @@ import time
 
 from threadpoolctl import threadpool_limits
 
-from persona_bench.core.registry import split_specs
-from persona_bench.core.rng import stream
-from persona_bench.policies import POLICIES
-from persona_bench.runner.cell import run_cell
-from persona_bench.worlds import ROSTERS, get_world
+from prefduel.core.registry import split_specs
+from prefduel.core.rng import stream
+from prefduel.policies import POLICIES
+from prefduel.runner.cell import run_cell
+from prefduel.worlds import ROSTERS, get_world
 
 TARGETS = {"notransfer": 1.0, "coduel": 10.0}
 

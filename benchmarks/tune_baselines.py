@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from persona_bench.runner.sweep import sweep
+from prefduel.runner.sweep import sweep
 
 META_VARS = (0.5, 1.0, 2.0)
 GRID: dict[str, list[str]] = {

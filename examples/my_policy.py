@@ -1,10 +1,10 @@
-"""A complete user policy for persona-bench, run from this file:
+"""A complete user policy for prefduel, run from this file:
 
-    persona-bench run --policies "random,notransfer,examples/my_policy.py:RaterWithWins"
-    persona-bench run --policies "examples/my_policy.py:RaterWithWins:weight=2.0"
+    prefduel run --policies "random,notransfer,examples/my_policy.py:RaterWithWins"
+    prefduel run --policies "examples/my_policy.py:RaterWithWins:weight=2.0"
 
 It follows the rater's score g (the last feature) and, for the current user, adds a bonus
-for personas that won this user's clicks so far. It uses no persona-bench import at all: any
+for personas that won this user's clicks so far. It uses no prefduel import at all: any
 class with these five methods and a ``name`` runs on every roster.
 """
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from persona_bench import __version__
-from persona_bench.core.btl import btl_matrix
-from persona_bench.core.rng import stream
-from persona_bench.runner.cell import summarize
-from persona_bench.stats.references import REFERENCES
-from persona_bench.worlds.world import World
+from prefduel import __version__
+from prefduel.core.btl import btl_matrix
+from prefduel.core.rng import stream
+from prefduel.runner.cell import summarize
+from prefduel.stats.references import REFERENCES
+from prefduel.worlds.world import World
 
 
 def make_world(seed: int = 0, n: int = 12, s: int = 24, k: int = 6, d: int = 7) -> World:
@@ -76,7 +76,7 @@ def strip_wall(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 BAD_ARRIVAL, BAD_ROUND = 2, 3
 
 BAD_POLICIES = f"""
-from persona_bench.policies.base import Policy
+from prefduel.policies.base import Policy
 
 
 class _Bad(Policy):

@@ -1,4 +1,4 @@
-"""The persona-bench command: subcommands, output, exit codes, error messages."""
+"""The prefduel command: subcommands, output, exit codes, error messages."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from pb_toys import BAD_ARRIVAL, BAD_ROUND, strip_wall
-from persona_bench.cli import main as cli
-from persona_bench.cli.main import main, parse_seeds
-from persona_bench.core.errors import SpecError
-from persona_bench.runner.store import ResultsStore
-from persona_bench.stats.references import REFERENCES
+from prefduel.cli import main as cli
+from prefduel.cli.main import main, parse_seeds
+from prefduel.core.errors import SpecError
+from prefduel.runner.store import ResultsStore
+from prefduel.stats.references import REFERENCES
 
 
 def _run(toy_world: str, out: Path, *extra: str) -> list[str]:
@@ -48,8 +48,8 @@ def test_worlds_lists_the_rosters(capsys):
 
 
 def test_console_script_worlds():
-    exe = shutil.which("persona-bench")
-    cmd = [exe, "worlds"] if exe else [sys.executable, "-m", "persona_bench.cli.main", "worlds"]
+    exe = shutil.which("prefduel")
+    cmd = [exe, "worlds"] if exe else [sys.executable, "-m", "prefduel.cli.main", "worlds"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "control-scrambled" in proc.stdout
@@ -126,7 +126,7 @@ def test_run_errors_exit_2_with_message(args, expected, toy_world, tmp_path, cap
     out = tmp_path / "results.jsonl"
     assert main([*_run(toy_world, out), *args]) == 2
     err = _error(capsys)
-    assert err.startswith("persona-bench: error: ")
+    assert err.startswith("prefduel: error: ")
     assert expected in err
     assert not out.exists()
 
@@ -214,7 +214,7 @@ def test_stats_truncated_last_line_warns_and_keeps_file(toy_world, tmp_path, cap
     out.write_bytes(data)
     capsys.readouterr()
     assert main(["stats", str(out)]) == 0
-    assert "persona-bench: warning: results file" in capsys.readouterr().err
+    assert "prefduel: warning: results file" in capsys.readouterr().err
     assert out.read_bytes() == data
 
 
@@ -312,7 +312,7 @@ def test_stats_by_profile_breaks_a_policy_down_by_hidden_profile(tmp_path, capsy
 
 
 def test_stats_curves_print_learning_and_per_round_curves(toy_world, tmp_path, capsys):
-    from persona_bench.stats.paired import learning_curve, round_curve
+    from prefduel.stats.paired import learning_curve, round_curve
 
     results = tmp_path / "results.jsonl"
     run = _run(toy_world, results)

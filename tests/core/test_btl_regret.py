@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, root
 
-from persona_bench.core.btl import btl_matrix, fit_bt_ridge, pairs_of, sigmoid
-from persona_bench.core.regret import floor_regret, pair_regret, random_regret, score
+from prefduel.core.btl import btl_matrix, fit_bt_ridge, pairs_of, sigmoid
+from prefduel.core.regret import floor_regret, pair_regret, random_regret, score
 
 
 def _bt_objective_reference(prob: np.ndarray, ridge: float) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""``persona_bench.core`` imports nothing else of persona_bench (DESIGN section 1)."""
+"""``prefduel.core`` imports nothing else of prefduel (DESIGN section 1)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-import persona_bench
-import persona_bench.core
+import prefduel
+import prefduel.core
 
-SRC = Path(persona_bench.__file__).parent
+SRC = Path(prefduel.__file__).parent
 
 
 def _core_modules() -> list[str]:
     return sorted(
-        f"persona_bench.core.{m.name}" for m in pkgutil.iter_modules(persona_bench.core.__path__)
+        f"prefduel.core.{m.name}" for m in pkgutil.iter_modules(prefduel.core.__path__)
     )
 
 
@@ -28,17 +28,17 @@ def test_importing_core_loads_no_other_subpackage():
         "import importlib, json, sys\n"
         "for name in json.loads(sys.argv[1]):\n"
         "    importlib.import_module(name)\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('persona_bench'))))\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('prefduel'))))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(["persona_bench.core", *_core_modules()])],
+        [sys.executable, "-c", code, json.dumps(["prefduel.core", *_core_modules()])],
         capture_output=True,
         text=True,
         check=True,
     )
     loaded = json.loads(out.stdout)
-    assert "persona_bench.core.btl" in loaded  # the import really happened
-    assert [m for m in loaded if not m.startswith("persona_bench.core")] == ["persona_bench"]
+    assert "prefduel.core.btl" in loaded  # the import really happened
+    assert [m for m in loaded if not m.startswith("prefduel.core")] == ["prefduel"]
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -70,10 +70,10 @@ def test_import_direction_in_source(package, allowed):
         for mod in _imported_modules(path):
             if mod == "<relative>":
                 offenders.append(f"{path.name}: relative import")
-            elif mod.startswith("persona_bench."):
+            elif mod.startswith("prefduel."):
                 sub = mod.split(".")[1]
                 if sub not in allowed:
                     offenders.append(f"{path.name}: {mod}")
-            elif mod == "persona_bench" and package == "core":
-                offenders.append(f"{path.name}: persona_bench")
+            elif mod == "prefduel" and package == "core":
+                offenders.append(f"{path.name}: prefduel")
     assert offenders == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-#: subpackage -> the persona_bench subpackages it may import (besides itself)
+#: subpackage -> the prefduel subpackages it may import (besides itself)
 ALLOWED = {
     "llm": {"core"},
     "ranking": {"core"},
@@ -19,9 +19,9 @@ ALLOWED = {
 
 
 def persona_imports(package: str) -> list[tuple[str, str]]:
-    """``(file name, imported module)`` for every persona_bench or relative import in a
+    """``(file name, imported module)`` for every prefduel or relative import in a
     subpackage."""
-    root = Path(importlib.import_module(f"persona_bench.{package}").__file__).parent
+    root = Path(importlib.import_module(f"prefduel.{package}").__file__).parent
     found = []
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -32,7 +32,7 @@ def persona_imports(package: str) -> list[tuple[str, str]]:
             else:
                 continue
             found += [
-                (path.name, n) for n in names if n == "<relative>" or n.startswith("persona_bench")
+                (path.name, n) for n in names if n == "<relative>" or n.startswith("prefduel")
             ]
     return found
 
@@ -53,4 +53,4 @@ def test_subpackage_imports_only_the_layers_below_it(package):
 
 
 def test_a_forbidden_layer_is_reported():
-    assert any(": persona_bench.core" in o for o in offenders("llm", set()))
+    assert any(": prefduel.core" in o for o in offenders("llm", set()))

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from persona_bench.core.errors import SpecError, UnknownIdError
-from persona_bench.core.registry import Registry, Spec, parse_settings, parse_spec, split_specs
+from prefduel.core.errors import SpecError, UnknownIdError
+from prefduel.core.registry import Registry, Spec, parse_settings, parse_spec, split_specs
 
 
 def test_parse_spec_types_values():

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from persona_bench.core.rng import stable_key, stream
+from prefduel.core.rng import stable_key, stream
 
 KEYS = [
     (),
@@ -69,7 +69,7 @@ def test_string_keys_are_stable_across_processes_with_different_hash_seeds():
     cases = [(0, "tutorsim", "dev", "judge"), (7, "policy", "coduel:gate=off"), (1, "ключ", 3)]
     code = (
         "import json, sys\n"
-        "from persona_bench.core.rng import stable_key, stream\n"
+        "from prefduel.core.rng import stable_key, stream\n"
         "cases = json.loads(sys.argv[1])\n"
         "print(json.dumps([[[int(x) for x in stream(*c).bit_generator.random_raw(8)],"
         " [stable_key(k) for k in c[1:]]] for c in cases]))\n"

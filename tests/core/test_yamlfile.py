@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from persona_bench.core.errors import SpecError
-from persona_bench.core.yamlfile import read_yaml
+from prefduel.core.errors import SpecError
+from prefduel.core.yamlfile import read_yaml
 
 
 def test_reads_a_document_and_an_empty_file(tmp_path):

@@ -9,14 +9,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from persona_bench.datagen import DatagenConfig, config_from_mapping
-from persona_bench.llm import read_call_log
+from prefduel.datagen import DatagenConfig, config_from_mapping
+from prefduel.llm import read_call_log
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "small.yaml"
 #: A unique fake API key for this test session: it must never appear in a file.
 FAKE_KEY = "sk-pbdatagen-" + secrets.token_hex(16)
-KEY_ENV = "PB_DATAGEN_TEST_KEY"
+KEY_ENV = "PREFDUEL_DATAGEN_TEST_KEY"
 
 
 def tiny_mapping(**overrides: Any) -> dict[str, Any]:

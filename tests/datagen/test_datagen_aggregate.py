@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from persona_bench.core.btl import fit_bt_ridge, pairs_of, sigmoid
-from persona_bench.core.rng import stream
-from persona_bench.datagen.aggregate import (
+from prefduel.core.btl import fit_bt_ridge, pairs_of, sigmoid
+from prefduel.core.rng import stream
+from prefduel.datagen.aggregate import (
     NO_PICK,
     assemble_world,
     layout,
@@ -16,7 +16,7 @@ from persona_bench.datagen.aggregate import (
     rater_features,
     tally,
 )
-from persona_bench.worlds import tutorsim
+from prefduel.worlds import tutorsim
 
 
 def test_shared_judge_math_matches_tutorsims_formulas():

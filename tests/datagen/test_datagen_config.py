@@ -8,8 +8,8 @@ import pytest
 import yaml
 from pb_datagen_helpers import SMALL, tiny_mapping
 
-from persona_bench.cli.main import main
-from persona_bench.datagen import DatagenConfigError, load_config, question_bank
+from prefduel.cli.main import main
+from prefduel.datagen import DatagenConfigError, load_config, question_bank
 
 
 def test_example_config_loads():
@@ -37,7 +37,7 @@ def _error(tmp_path, data) -> str:
     with pytest.raises(DatagenConfigError) as info:
         load_config(path)
     message = str(info.value)
-    assert str(path) in message or "persona_bench/worlds/data" in message, message
+    assert str(path) in message or "prefduel/worlds/data" in message, message
     return message
 
 
@@ -154,4 +154,4 @@ def test_cli_reports_config_errors(tmp_path, capsys):
     path = _write(tmp_path, {**tiny_mapping(), "samples": "many"})
     assert main(["datagen", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err
-    assert "persona-bench: error:" in err and "samples: expected an integer" in err
+    assert "prefduel: error:" in err and "samples: expected an integer" in err

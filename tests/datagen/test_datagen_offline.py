@@ -9,16 +9,16 @@ from collections import Counter
 import numpy as np
 from pb_datagen_helpers import SMALL, cache_rows, expected_calls, tiny_config
 
-from persona_bench.cli.main import main
-from persona_bench.datagen import (
+from prefduel.cli.main import main
+from prefduel.datagen import (
     STAGES,
     ScriptedWorld,
     estimate,
     generate,
     make_datagen_client,
 )
-from persona_bench.llm import LLMClient, ScriptedBackend
-from persona_bench.worlds.world import load_world
+from prefduel.llm import LLMClient, ScriptedBackend
+from prefduel.worlds.world import load_world
 
 
 def test_cli_builds_the_example_world_and_the_runner_scores_it(tmp_path, capsys):
@@ -165,7 +165,7 @@ def test_cli_exit_status_when_incomplete(tmp_path, capsys, monkeypatch):
         client.backend.handlers["rater"] = lambda request: 1 / 0
         return client
 
-    monkeypatch.setattr("persona_bench.datagen.pipeline.make_datagen_client", failing_client)
+    monkeypatch.setattr("prefduel.datagen.pipeline.make_datagen_client", failing_client)
     args = ["datagen", str(path), "--cache", config.llm.cache, "--out", str(tmp_path / "w")]
     assert main([*args, "--no-progress"]) == 1
     assert "INCOMPLETE" in capsys.readouterr().out

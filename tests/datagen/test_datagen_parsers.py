@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from persona_bench.datagen.prompts import (
+from prefduel.datagen.prompts import (
     DEFAULT_TEMPLATES,
     TemplateParser,
     check_template,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from pb_datagen_helpers import cache_rows, expected_calls, ok_per_key, tiny_config
 
-from persona_bench.datagen import ScriptedWorld, generate
-from persona_bench.llm import LLMClient, ResponseCache, ScriptedBackend
+from prefduel.datagen import ScriptedWorld, generate
+from prefduel.llm import LLMClient, ResponseCache, ScriptedBackend
 
 
 class InterruptingBackend(ScriptedBackend):
@@ -61,7 +61,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from pb_datagen_helpers import tiny_config
-from persona_bench.datagen import generate
+from prefduel.datagen import generate
 config = tiny_config(Path(sys.argv[2]), scripted={"latency": 0.002})
 generate(config, progress=False)
 """

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 from pb_datagen_helpers import tiny_config
 
-from persona_bench.datagen import (
+from prefduel.datagen import (
     RequestBuilder,
     ScriptedWorld,
     generate,
@@ -21,7 +21,7 @@ from persona_bench.datagen import (
     question_bank,
     scripted_model_name,
 )
-from persona_bench.llm.testserver import completion_payload
+from prefduel.llm.testserver import completion_payload
 
 
 def test_judge_follows_the_students_latent_preferences(tmp_path):
@@ -79,8 +79,8 @@ def test_answers_are_identical_in_another_process(tmp_path):
         "import sys, json; sys.path.insert(0, sys.argv[1])\n"
         "from pathlib import Path\n"
         "from pb_datagen_helpers import tiny_config\n"
-        "from persona_bench.datagen import ScriptedWorld\n"
-        "from persona_bench.llm import LLMRequest\n"
+        "from prefduel.datagen import ScriptedWorld\n"
+        "from prefduel.llm import LLMRequest\n"
         "config = tiny_config(Path(sys.argv[2]))\n"
         "request = LLMRequest.from_json(json.loads(sys.stdin.read()))\n"
         "print(ScriptedWorld(config).rater(request))\n"

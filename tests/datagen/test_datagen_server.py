@@ -23,11 +23,11 @@ from pb_datagen_helpers import (
     tiny_config,
 )
 
-from persona_bench.cli.main import main
-from persona_bench.datagen import ScriptedWorld, estimate, generate, load_config
-from persona_bench.llm import LLMClient, RetryPolicy, read_call_log
-from persona_bench.llm.openai_backend import OpenAIBackend
-from persona_bench.llm.testserver import Fault, OpenAITestServer, random_faults
+from prefduel.cli.main import main
+from prefduel.datagen import ScriptedWorld, estimate, generate, load_config
+from prefduel.llm import LLMClient, RetryPolicy, read_call_log
+from prefduel.llm.openai_backend import OpenAIBackend
+from prefduel.llm.testserver import Fault, OpenAITestServer, random_faults
 
 FAULTS = [
     Fault.http(429, retry_after_ms=5),

@@ -9,11 +9,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from persona_bench.llm import LLMCallError, LLMRequest, LLMResponse, Usage
+from prefduel.llm import LLMCallError, LLMRequest, LLMResponse, Usage
 
 #: A unique fake API key for this test session: it must never appear in a file or message.
 FAKE_KEY = "sk-pbtest-" + secrets.token_hex(16)
-KEY_ENV = "PB_TEST_LLM_KEY"
+KEY_ENV = "PREFDUEL_TEST_LLM_KEY"
 
 
 def make_requests(

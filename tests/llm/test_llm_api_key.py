@@ -9,9 +9,9 @@ import traceback
 import pytest
 from pb_llm_helpers import FAKE_KEY, KEY_ENV, RecordingSleep, files_containing, make_requests
 
-from persona_bench.llm import LLMCallError, LLMClient, ResponseCache, RetryPolicy
-from persona_bench.llm.openai_backend import OpenAIBackend
-from persona_bench.llm.testserver import Fault, OpenAITestServer, per_request_faults
+from prefduel.llm import LLMCallError, LLMClient, ResponseCache, RetryPolicy
+from prefduel.llm.openai_backend import OpenAIBackend
+from prefduel.llm.testserver import Fault, OpenAITestServer, per_request_faults
 
 # the key, and its random part alone (a partly masked key must not leak either)
 NEEDLES = (FAKE_KEY, FAKE_KEY.removeprefix("sk-pbtest-"))
@@ -80,7 +80,7 @@ def test_the_key_never_leaves_the_request(tmp_path, monkeypatch, caplog):
 
 
 def test_missing_key_error_names_the_variable_not_a_value(monkeypatch):
-    monkeypatch.setenv("PB_SOME_OTHER_VAR", FAKE_KEY)
+    monkeypatch.setenv("PREFDUEL_SOME_OTHER_VAR", FAKE_KEY)
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(Exception, match=KEY_ENV) as info:
         OpenAIBackend("http://127.0.0.1:9/v1", api_key_env=KEY_ENV)

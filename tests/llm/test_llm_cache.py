@@ -11,7 +11,7 @@ import threading
 import pytest
 from pb_llm_helpers import make_requests
 
-from persona_bench.llm import (
+from prefduel.llm import (
     CacheError,
     LLMClient,
     LLMResponse,
@@ -124,7 +124,7 @@ def test_concurrent_threads_each_key_once(tmp_path):
 WRITER = textwrap.dedent(
     """
     import sys
-    from persona_bench.llm import LLMClient, LLMRequest, ScriptedBackend
+    from prefduel.llm import LLMClient, LLMRequest, ScriptedBackend
     path, start, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     requests = [LLMRequest.chat("m", f"q {i}", role="judge", sample=i % 3)
                 for i in range(start, stop)]
@@ -144,7 +144,7 @@ def test_concurrent_processes_fill_one_cache(tmp_path):
         for a, b in ranges
     ]
     assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]
-    from persona_bench.llm import LLMRequest
+    from prefduel.llm import LLMRequest
 
     expected = {LLMRequest.chat("m", f"q {i}", role="judge", sample=i % 3).key for i in range(500)}
     with ResponseCache(path) as cache:

@@ -1,4 +1,4 @@
-"""``persona-bench cache stats|clear`` through the handler functions."""
+"""``prefduel cache stats|clear`` through the handler functions."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import json
 import pytest
 from pb_llm_helpers import make_requests
 
-from persona_bench.cli import cache_cmd
-from persona_bench.llm import CacheError, LLMResponse, ResponseCache, Usage
+from prefduel.cli import cache_cmd
+from prefduel.llm import CacheError, LLMResponse, ResponseCache, Usage
 
 
 def _parse(argv):
-    parser = argparse.ArgumentParser(prog="persona-bench")
+    parser = argparse.ArgumentParser(prog="prefduel")
     commands = cache_cmd.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return commands[args.command], args
@@ -101,7 +101,7 @@ def test_clear_needs_yes_and_honours_filters(cache_file):
 
 
 def test_default_path_from_environment(cache_file, monkeypatch):
-    monkeypatch.setenv("PERSONA_BENCH_LLM_CACHE", str(cache_file))
+    monkeypatch.setenv("PREFDUEL_LLM_CACHE", str(cache_file))
     status, text = _run("cache", "stats")
     assert status == 0 and "entries: 11" in text
 

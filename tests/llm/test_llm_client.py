@@ -8,7 +8,7 @@ import warnings
 import pytest
 from pb_llm_helpers import FlakyBackend, RecordingSleep, make_requests, transient
 
-from persona_bench.llm import (
+from prefduel.llm import (
     CallLog,
     LLMCallError,
     LLMClient,

@@ -7,7 +7,7 @@ import argparse
 import pytest
 from pb_llm_helpers import FAKE_KEY, KEY_ENV, make_requests
 
-from persona_bench.llm import (
+from prefduel.llm import (
     LLMConfig,
     LLMConfigError,
     ScriptedBackend,
@@ -15,7 +15,7 @@ from persona_bench.llm import (
     config_from_args,
     make_client,
 )
-from persona_bench.llm.openai_backend import OpenAIBackend
+from prefduel.llm.openai_backend import OpenAIBackend
 
 
 def _args(*argv):

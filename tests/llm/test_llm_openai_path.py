@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from pb_llm_helpers import FAKE_KEY, KEY_ENV, RecordingSleep, make_requests
 
-from persona_bench.llm import (
+from prefduel.llm import (
     LLMClient,
     LLMConfigError,
     LLMRequest,
@@ -20,8 +20,8 @@ from persona_bench.llm import (
     RetryPolicy,
     read_call_log,
 )
-from persona_bench.llm.openai_backend import OpenAIBackend
-from persona_bench.llm.testserver import (
+from prefduel.llm.openai_backend import OpenAIBackend
+from prefduel.llm.testserver import (
     Fault,
     OpenAITestServer,
     body_key,

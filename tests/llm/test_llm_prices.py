@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from persona_bench.llm import (
+from prefduel.llm import (
     PriceTable,
     PriceTableError,
     UnknownModelPriceWarning,
@@ -17,20 +17,20 @@ from persona_bench.llm import (
     estimate_tokens,
     load_prices,
 )
-from persona_bench.llm.prices import PRICES_ENV, ModelPrice
+from prefduel.llm.prices import PRICES_ENV, ModelPrice
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_shipped_table_is_package_data():
     """Installed (non-editable) copies need the YAML declared as package data in pyproject."""
-    assert resources.files("persona_bench.llm").joinpath("data/prices.yaml").is_file()
+    assert resources.files("prefduel.llm").joinpath("data/prices.yaml").is_file()
     pyproject = ROOT / "pyproject.toml"
     if not pyproject.is_file():
         pytest.skip("not running from a source checkout")
     package_data = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
-    assert "data/*.yaml" in package_data.get("persona_bench.llm", []), (
-        'add  "persona_bench.llm" = ["data/*.yaml"]  to [tool.setuptools.package-data]'
+    assert "data/*.yaml" in package_data.get("prefduel.llm", []), (
+        'add  "prefduel.llm" = ["data/*.yaml"]  to [tool.setuptools.package-data]'
     )
 
 

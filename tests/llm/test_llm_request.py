@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from persona_bench.llm import LLMCallError, LLMRequest, LLMResponse, Message, Params, RequestError
+from prefduel.llm import LLMCallError, LLMRequest, LLMResponse, Message, Params, RequestError
 
 
 def _judge(**changes):
@@ -29,11 +29,11 @@ def _judge(**changes):
 
 
 GOLDEN_CANONICAL = (
-    '{"format":"persona-bench/llm-request/1","messages":[["system","You are Ana."],'
+    '{"format":"prefduel/llm-request/1","messages":[["system","You are Ana."],'
     '["user","Which is better, A or B?"]],"model":"gpt-4o-mini","params":{"max_tokens":4,'
     '"temperature":0.7},"role":"judge","sample":2,"seed":7}'
 )
-GOLDEN_KEY = "8887a9515f97ed512524bc51b46d376cc949be0b0f4fdcc5eab2bd694f22d2bc"
+GOLDEN_KEY = "19660ea5a79427cbf2078113dd70be360b837bc79b4d5956f77581c33b119063"
 
 
 def test_canonical_form_and_key_are_pinned():
@@ -46,7 +46,7 @@ def test_canonical_form_and_key_are_pinned():
 
 def test_key_is_the_same_in_another_process():
     code = (
-        "from persona_bench.llm import LLMRequest\n"
+        "from prefduel.llm import LLMRequest\n"
         "r = LLMRequest.chat('gpt-4o-mini', 'Which is better, A or B?', system='You are Ana.', "
         "role='judge', sample=2, seed=7, max_tokens=4, temperature=0.7)\n"
         "print(r.key)"

@@ -12,9 +12,9 @@ import time
 
 from pb_llm_helpers import FAKE_KEY, KEY_ENV, RecordingSleep, make_requests
 
-from persona_bench.llm import LLMClient, ResponseCache, RetryPolicy, read_call_log
-from persona_bench.llm.openai_backend import OpenAIBackend
-from persona_bench.llm.testserver import Fault, OpenAITestServer, body_key, random_faults
+from prefduel.llm import LLMClient, ResponseCache, RetryPolicy, read_call_log
+from prefduel.llm.openai_backend import OpenAIBackend
+from prefduel.llm.testserver import Fault, OpenAITestServer, body_key, random_faults
 
 N = 80
 BATCH = textwrap.dedent(
@@ -22,8 +22,8 @@ BATCH = textwrap.dedent(
     import sys
     sys.path.insert(0, {os.path.dirname(__file__)!r})
     from pb_llm_helpers import make_requests
-    from persona_bench.llm import LLMClient, RetryPolicy
-    from persona_bench.llm.openai_backend import OpenAIBackend
+    from prefduel.llm import LLMClient, RetryPolicy
+    from prefduel.llm.openai_backend import OpenAIBackend
     base_url, cache, log = sys.argv[1:4]
     backend = OpenAIBackend(base_url, api_key_env={KEY_ENV!r}, timeout=5)
     retry = RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.02)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pb_llm_helpers import make_requests
 
-from persona_bench.llm import (
+from prefduel.llm import (
     DEFAULT_HANDLERS,
     Backend,
     Completer,
@@ -62,7 +62,7 @@ def test_answers_are_the_same_in_another_process():
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from pb_llm_helpers import make_requests\n"
-        "from persona_bench.llm import ScriptedBackend\n"
+        "from prefduel.llm import ScriptedBackend\n"
         "b = ScriptedBackend()\n"
         "print('|'.join(b.respond(r) for r in make_requests(10, samples=3)))"
     )

@@ -1,8 +1,8 @@
 """Drive the pages in headless Chromium (Playwright, sync API) and compare them with Python.
 
 Skipped when the ``playwright`` package or ``/usr/bin/chromium`` is missing, unless
-``PB_REQUIRE_BROWSER=1`` (set by ``.ci/run``): then they fail instead. Playwright never
-downloads a browser here: it launches the system Chromium. Set ``PB_SCREENSHOTS=1`` to also
+``PREFDUEL_REQUIRE_BROWSER=1`` (set by ``.ci/run``): then they fail instead. Playwright never
+downloads a browser here: it launches the system Chromium. Set ``PREFDUEL_SCREENSHOTS=1`` to also
 write the screenshots to ``/tmp/pb_screens/``.
 """
 
@@ -17,16 +17,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-REQUIRE_BROWSER = os.environ.get("PB_REQUIRE_BROWSER") == "1"
+REQUIRE_BROWSER = os.environ.get("PREFDUEL_REQUIRE_BROWSER") == "1"
 if REQUIRE_BROWSER:
     import playwright.sync_api as sync_api
 else:
     sync_api = pytest.importorskip("playwright.sync_api")
 
-from persona_bench.pages import play_page, play_widget, replay_page, session_score  # noqa: E402
-from persona_bench.pages._html import document  # noqa: E402
-from persona_bench.runner import run_cell  # noqa: E402
-from persona_bench.worlds import World, get_world  # noqa: E402
+from prefduel.pages import play_page, play_widget, replay_page, session_score  # noqa: E402
+from prefduel.pages._html import document  # noqa: E402
+from prefduel.runner import run_cell  # noqa: E402
+from prefduel.worlds import World, get_world  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -83,11 +83,11 @@ def dev() -> World:
 
 
 def screenshot(tab: Any, tmp_path: Path, name: str) -> Path:
-    """Full-page screenshot into ``tmp_path`` (and ``/tmp/pb_screens`` with PB_SCREENSHOTS=1)."""
+    """Full-page screenshot to ``tmp_path`` (and ``/tmp/pb_screens`` if PREFDUEL_SCREENSHOTS=1)."""
     path = tmp_path / name
     tab.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
-    if os.environ.get("PB_SCREENSHOTS") == "1":
+    if os.environ.get("PREFDUEL_SCREENSHOTS") == "1":
         keep = Path("/tmp/pb_screens")
         keep.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, keep / name)

@@ -1,4 +1,4 @@
-"""The "be the policy" page: session_score, the embedded data, and ``persona-bench play``."""
+"""The "be the policy" page: session_score, the embedded data, and ``prefduel play``."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from pb_toys import make_world
-from persona_bench.cli.main import main
-from persona_bench.core.errors import SpecError
-from persona_bench.core.regret import floor_regret, pair_regret, random_regret, score
-from persona_bench.pages import play_data, play_page, play_widget, session_baselines, session_score
-from persona_bench.policies import Policy
-from persona_bench.runner import play
-from persona_bench.worlds import World, get_world
+from prefduel.cli.main import main
+from prefduel.core.errors import SpecError
+from prefduel.core.regret import floor_regret, pair_regret, random_regret, score
+from prefduel.pages import play_data, play_page, play_widget, session_baselines, session_score
+from prefduel.policies import Policy
+from prefduel.runner import play
+from prefduel.worlds import World, get_world
 
 #: A varied session: both listing orders, repeats, and the same pair in both orders.
 PAIRS = [
@@ -213,7 +213,7 @@ def test_bare_world_gets_fallback_names():
     assert data["student"]["name"] == "student-1"
 
 
-# -- persona-bench play ----------------------------------------------------------------------
+# -- prefduel play ----------------------------------------------------------------------
 
 
 def test_cli_play_writes_the_page(tmp_path: Path, capsys):
@@ -243,5 +243,5 @@ def test_cli_play_errors(args, message, tmp_path: Path, capsys):
     out = tmp_path / "play.html"
     assert main(["play", *args, "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("persona-bench: error: ") and message in err
+    assert err.startswith("prefduel: error: ") and message in err
     assert not out.exists()

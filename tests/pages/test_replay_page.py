@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from persona_bench import __version__
-from persona_bench.cli.main import main
-from persona_bench.core.errors import ResultsFileError, SpecError
-from persona_bench.pages import (
+from prefduel import __version__
+from prefduel.cli.main import main
+from prefduel.core.errors import ResultsFileError, SpecError
+from prefduel.pages import (
     find_row,
     moving_mean,
     replay_data,
@@ -21,9 +21,9 @@ from persona_bench.pages import (
     replay_trajectory,
     replay_widget,
 )
-from persona_bench.runner import run_cell
-from persona_bench.runner.store import ResultsStore
-from persona_bench.worlds import World, get_world
+from prefduel.runner import run_cell
+from prefduel.runner.store import ResultsStore
+from prefduel.worlds import World, get_world
 
 
 def embedded(fragment: str, element_id: str) -> dict:
@@ -102,7 +102,7 @@ def test_a_row_that_is_not_reproduced_is_refused(toy_run):
         "version": "0.0.1",
         "excess_per_arrival": [x + 0.5 for x in row["excess_per_arrival"]],
     }
-    with pytest.raises(ResultsFileError, match=r"written by persona-bench 0\.0\.1, this is"):
+    with pytest.raises(ResultsFileError, match=r"written by prefduel 0\.0\.1, this is"):
         replay_trajectory(world, old)
     with pytest.raises(ResultsFileError, match="does not reproduce the stored row"):
         replay_widget(world, old, traj)
@@ -126,7 +126,7 @@ def test_find_row_explains_what_is_there(toy_run):
         find_row(rows, "dev", 0, "random")
 
 
-# -- persona-bench replay --------------------------------------------------------------------
+# -- prefduel replay --------------------------------------------------------------------
 
 
 def test_cli_replay_writes_the_page(toy_run, tmp_path: Path, capsys):
@@ -153,8 +153,8 @@ def test_cli_replay_refuses_a_row_it_cannot_reproduce(toy_run, tmp_path: Path, c
     argv = ["replay", str(changed), "--world", path, "--policy", "random", "--out", str(out)]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "persona-bench: error: re-running policy 'random'" in err
-    assert "written by persona-bench 0.0.9" in err and "refusing" in err
+    assert "prefduel: error: re-running policy 'random'" in err
+    assert "written by prefduel 0.0.9" in err and "refusing" in err
     assert not out.exists()
 
 
@@ -172,7 +172,7 @@ def test_cli_replay_errors(toy_run, extra, message, tmp_path: Path, capsys):
     out = tmp_path / "r.html"
     assert main(["replay", str(results), "--world", path, *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("persona-bench: error: ")
+    assert err.startswith("prefduel: error: ")
     assert message.format(path=path) in err
     assert not out.exists()
 

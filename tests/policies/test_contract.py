@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from persona_bench.core.errors import PolicyError
-from persona_bench.policies import POLICIES, Policy, PolicyProtocol, check_policy, load_policy
+from prefduel.core.errors import PolicyError
+from prefduel.policies import POLICIES, Policy, PolicyProtocol, check_policy, load_policy
 
 
 @pytest.mark.parametrize("policy_id", POLICIES.ids())

@@ -10,7 +10,7 @@ from scipy.integrate import quad
 from scipy.optimize import minimize, root
 from scipy.stats import norm
 
-from persona_bench.policies.laplace import LaplaceBelief, laplace_step, top_two
+from prefduel.policies.laplace import LaplaceBelief, laplace_step, top_two
 
 D = 7
 K = 6

@@ -6,14 +6,14 @@ import textwrap
 
 import pytest
 
-from persona_bench.core.errors import SpecError, UnknownIdError
-from persona_bench.policies import POLICIES, canonical_spec, load_policy, resolve_policy
-from persona_bench.policies.linear import NoTransfer, Pooled
-from persona_bench.policies.random_pairs import RandomPolicy
+from prefduel.core.errors import SpecError, UnknownIdError
+from prefduel.policies import POLICIES, canonical_spec, load_policy, resolve_policy
+from prefduel.policies.linear import NoTransfer, Pooled
+from prefduel.policies.random_pairs import RandomPolicy
 
 USER_POLICY = textwrap.dedent(
     """
-    from persona_bench.policies import Policy
+    from prefduel.policies import Policy
 
     class MyPolicy(Policy):
         name = "mine"
@@ -78,14 +78,14 @@ def test_two_files_with_the_same_class_name_stay_apart(tmp_path, user_file):
 
 
 def test_load_from_module():
-    policy = load_policy("persona_bench.policies.random_pairs:RandomPolicy")
+    policy = load_policy("prefduel.policies.random_pairs:RandomPolicy")
     assert isinstance(policy, RandomPolicy)
     factory, settings, canonical = resolve_policy(
-        "persona_bench.policies.linear:NoTransfer:rule=ts"
+        "prefduel.policies.linear:NoTransfer:rule=ts"
     )
     assert factory is NoTransfer and settings == {"rule": "ts"}
-    assert canonical == "persona_bench.policies.linear:NoTransfer:rule=ts"
-    assert load_policy("persona_bench.policies.linear:NoTransfer:rule=ts").rule == "ts"
+    assert canonical == "prefduel.policies.linear:NoTransfer:rule=ts"
+    assert load_policy("prefduel.policies.linear:NoTransfer:rule=ts").rule == "ts"
 
 
 @pytest.mark.parametrize("spec", ["notransfr", "notransfr:rule=ts", "randm", "nosuchthing:Cls"])

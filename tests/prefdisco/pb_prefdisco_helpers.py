@@ -8,17 +8,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from persona_bench.cli import prefdisco_cmd
-from persona_bench.core.errors import PersonaBenchError
+from prefduel.cli import prefdisco_cmd
+from prefduel.core.errors import PrefduelError
 
 
 def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
-    """Run ``persona-bench prefdisco ...``; return (status, stdout, stderr).
+    """Run ``prefduel prefdisco ...``; return (status, stdout, stderr).
 
-    Goes through ``persona_bench.cli.main`` when ``prefdisco`` is registered there, otherwise
+    Goes through ``prefduel.cli.main`` when ``prefdisco`` is registered there, otherwise
     through a parser with only the prefdisco command (same error handling).
     """
-    from persona_bench.cli import main as cli_main
+    from prefduel.cli import main as cli_main
 
     out, err = io.StringIO(), io.StringIO()
     old_out, old_err = sys.stdout, sys.stderr
@@ -27,7 +27,7 @@ def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
         if "prefdisco" in cli_main.build_parser()._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
             status = cli_main.main(["prefdisco", *argv])
         else:
-            parser = argparse.ArgumentParser(prog="persona-bench")
+            parser = argparse.ArgumentParser(prog="prefduel")
             sub = parser.add_subparsers(dest="command", required=True)
             handlers = prefdisco_cmd.register(sub)
             try:
@@ -37,8 +37,8 @@ def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
             else:
                 try:
                     status = handlers[args.command](args, sys.stdout)
-                except PersonaBenchError as exc:
-                    print(f"persona-bench: error: {exc}", file=sys.stderr)
+                except PrefduelError as exc:
+                    print(f"prefduel: error: {exc}", file=sys.stderr)
                     status = 2
     finally:
         sys.stdout, sys.stderr = old_out, old_err

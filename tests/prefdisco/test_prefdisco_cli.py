@@ -7,8 +7,8 @@ import json
 import pytest
 from pb_prefdisco_helpers import run_cli
 
-from persona_bench.prefdisco import ConfigError, PrefDiscoConfig, load_config
-from persona_bench.prefdisco.config import config_from_json
+from prefduel.prefdisco import ConfigError, PrefDiscoConfig, load_config
+from prefduel.prefdisco.config import config_from_json
 
 
 def test_config_round_trip_and_relative_paths(tmp_path):
@@ -102,7 +102,7 @@ def test_flags_dry_run_and_guards(tmp_path, monkeypatch):
     assert status == 0 and "12 episodes, 12 to run (0 already scored)" in out
     assert "no price for" in out and not (folder / "scores.jsonl").exists()
     # a real endpoint cannot serve the scripted default models
-    monkeypatch.setenv("PB_FAKE_KEY", "sk-pbtest-guard-000000")
+    monkeypatch.setenv("PREFDUEL_FAKE_KEY", "sk-pbtest-guard-000000")
     status, _, err = run_cli(
         [
             "run",
@@ -112,7 +112,7 @@ def test_flags_dry_run_and_guards(tmp_path, monkeypatch):
             "--base-url",
             "http://127.0.0.1:9/v1",
             "--api-key-env",
-            "PB_FAKE_KEY",
+            "PREFDUEL_FAKE_KEY",
         ]
     )
     assert (
@@ -133,7 +133,7 @@ def test_flags_dry_run_and_guards(tmp_path, monkeypatch):
 
 
 def test_sampling_parameters_per_role():
-    from persona_bench.prefdisco import RunConfig
+    from prefduel.prefdisco import RunConfig
 
     default = RunConfig()
     assert default.params("ask") == {"temperature": 0.0, "max_tokens": 256}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pb_prefdisco_helpers import run_cli, small_config
 
-from persona_bench.llm import read_call_log
-from persona_bench.prefdisco import RunConfig, load_dataset
-from persona_bench.prefdisco.episodes import EpisodeKey, answer_request
+from prefduel.llm import read_call_log
+from prefduel.prefdisco import RunConfig, load_dataset
+from prefduel.prefdisco.episodes import EpisodeKey, answer_request
 
 LOGS = ("llm-cache.sqlite", "llm-cache.sqlite-wal", "llm-cache.sqlite-shm", "llm-calls.jsonl")
 
@@ -155,10 +155,10 @@ def test_rerun_and_resume_send_no_repeated_call(studies, tmp_path):
 
 def test_library_api_example(tmp_path, monkeypatch):
     """The example of the package docstring runs as written."""
-    import persona_bench.prefdisco as prefdisco
+    import prefduel.prefdisco as prefdisco
 
     doc = prefdisco.__doc__
-    code = doc[doc.index("from persona_bench.prefdisco import") : doc.index("Modules:")]
+    code = doc[doc.index("from prefduel.prefdisco import") : doc.index("Modules:")]
     code = "\n".join(line[4:] if line.startswith("    ") else line for line in code.splitlines())
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
@@ -172,6 +172,6 @@ def test_library_api_example(tmp_path, monkeypatch):
 
 
 def _small_generate():
-    from persona_bench.prefdisco import GenerateConfig, TaskSource
+    from prefduel.prefdisco import GenerateConfig, TaskSource
 
     return GenerateConfig(personas=2, personas_per_task=1, tasks=(TaskSource(limit=2),))

@@ -7,15 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import persona_bench.prefdisco
+import prefduel.prefdisco
 
-PACKAGE = Path(persona_bench.prefdisco.__file__).parent
+PACKAGE = Path(prefduel.prefdisco.__file__).parent
 
 
 def test_importing_prefdisco_and_its_command_does_not_load_openai():
     code = (
         "import json, sys\n"
-        "import persona_bench.prefdisco, persona_bench.cli.prefdisco_cmd\n"
+        "import prefduel.prefdisco, prefduel.cli.prefdisco_cmd\n"
         "print(json.dumps(sorted(m for m in ('openai', 'httpx2') if m in sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 
-from persona_bench.llm import LLMClient, ScriptedBackend
-from persona_bench.prefdisco import (
+from prefduel.llm import LLMClient, ScriptedBackend
+from prefduel.prefdisco import (
     EpisodeKey,
     RunConfig,
     Transcript,
@@ -17,8 +17,8 @@ from persona_bench.prefdisco import (
     sample_profile,
     score_transcript,
 )
-from persona_bench.prefdisco.judging import JudgeContext
-from persona_bench.prefdisco.prompts import parse_score, parse_verdict
+from prefduel.prefdisco.judging import JudgeContext
+from prefduel.prefdisco.prompts import parse_score, parse_verdict
 
 TAX = load_taxonomy()
 TASK = next(t for t in builtin_tasks() if t.id == "builtin-math-2")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from persona_bench.prefdisco import Task, builtin_tasks, match_answer
-from persona_bench.prefdisco.matching import extract_final_answer, parse_number
+from prefduel.prefdisco import Task, builtin_tasks, match_answer
+from prefduel.prefdisco.matching import extract_final_answer, parse_number
 
 MC = Task(
     "mc",

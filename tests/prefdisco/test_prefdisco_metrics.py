@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from persona_bench.prefdisco import (
+from prefduel.prefdisco import (
     ScoringError,
     discovery_recall,
     norm_align,

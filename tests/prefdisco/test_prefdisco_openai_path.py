@@ -12,11 +12,11 @@ import warnings
 import pytest
 from pb_prefdisco_helpers import small_config
 
-from persona_bench.llm import LLMClient, RetryPolicy, ScriptedBackend
-from persona_bench.llm.openai_backend import OpenAIBackend
-from persona_bench.llm.prices import UnknownModelPriceWarning
-from persona_bench.llm.testserver import Fault, OpenAITestServer, random_faults
-from persona_bench.prefdisco import (
+from prefduel.llm import LLMClient, RetryPolicy, ScriptedBackend
+from prefduel.llm.openai_backend import OpenAIBackend
+from prefduel.llm.prices import UnknownModelPriceWarning
+from prefduel.llm.testserver import Fault, OpenAITestServer, random_faults
+from prefduel.prefdisco import (
     RoleClients,
     default_handlers,
     generate_dataset,
@@ -26,7 +26,7 @@ from persona_bench.prefdisco import (
     server_answer,
 )
 
-KEY_ENV = "PB_PREFDISCO_TEST_KEY"
+KEY_ENV = "PREFDUEL_PREFDISCO_TEST_KEY"
 FAULTS = [Fault.http(429, retry_after_ms=5), Fault.http(500), Fault.drop(), Fault.malformed()]
 
 
@@ -39,7 +39,7 @@ def dataset(tmp_path_factory):
 
 
 def _offline(root):
-    from persona_bench.prefdisco import builtin_tasks, load_taxonomy
+    from prefduel.prefdisco import builtin_tasks, load_taxonomy
 
     handlers = default_handlers(load_taxonomy(), builtin_tasks())
     return RoleClients.single(LLMClient(ScriptedBackend(handlers), cache=root / "gen.sqlite"))

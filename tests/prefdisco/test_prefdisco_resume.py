@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from pb_prefdisco_helpers import run_cli
 
-from persona_bench.llm import LLMClient, ResponseCache, ScriptedBackend, read_call_log
-from persona_bench.llm.testserver import Fault, OpenAITestServer, per_request_faults
-from persona_bench.prefdisco import (
+from prefduel.llm import LLMClient, ResponseCache, ScriptedBackend, read_call_log
+from prefduel.llm.testserver import Fault, OpenAITestServer, per_request_faults
+from prefduel.prefdisco import (
     RoleClients,
     default_handlers,
     load_dataset,
@@ -25,7 +25,7 @@ from persona_bench.prefdisco import (
     server_answer,
 )
 
-KEY_ENV = "PB_PREFDISCO_RESUME_KEY"
+KEY_ENV = "PREFDUEL_PREFDISCO_RESUME_KEY"
 HERE = Path(__file__).resolve().parent
 CHILD = textwrap.dedent(
     f"""
@@ -67,7 +67,7 @@ def _rows(folder: Path, name: str) -> list[dict]:
     return rows
 
 
-@pytest.mark.filterwarnings("ignore::persona_bench.llm.prices.UnknownModelPriceWarning")
+@pytest.mark.filterwarnings("ignore::prefduel.llm.prices.UnknownModelPriceWarning")
 def test_kill_and_resume_repeats_no_paid_call(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-pbtest-resume-0123456789")
     folder = tmp_path / "study"

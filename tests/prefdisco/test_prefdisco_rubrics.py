@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from persona_bench.llm import LLMClient, ScriptedBackend
-from persona_bench.prefdisco import build_rubrics, load_taxonomy, refine_rubrics, template_rubric
-from persona_bench.prefdisco.rubrics import load_rubrics, save_rubrics, validate_anchors
+from prefduel.llm import LLMClient, ScriptedBackend
+from prefduel.prefdisco import build_rubrics, load_taxonomy, refine_rubrics, template_rubric
+from prefduel.prefdisco.rubrics import load_rubrics, save_rubrics, validate_anchors
 
 TAX = load_taxonomy()
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from persona_bench.core.rng import stream
-from persona_bench.prefdisco import (
+from prefduel.core.rng import stream
+from prefduel.prefdisco import (
     DatasetError,
     SparsityConfig,
     TaxonomyError,
@@ -20,13 +20,13 @@ from persona_bench.prefdisco import (
     sample_profile,
     save_personas,
 )
-from persona_bench.prefdisco.personas import (
+from prefduel.prefdisco.personas import (
     BIG_FIVE,
     big_five_distance,
     load_persona_space,
     trait_vector,
 )
-from persona_bench.prefdisco.preferences import (
+from prefduel.prefdisco.preferences import (
     Preference,
     PreferenceProfile,
     _value,

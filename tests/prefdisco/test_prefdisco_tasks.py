@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from persona_bench.prefdisco import TaskFormatError, builtin_tasks, load_tasks
+from prefduel.prefdisco import TaskFormatError, builtin_tasks, load_tasks
 
 ROWS = {
     "math500": {

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from persona_bench.prefdisco import KeywordRouter, TaxonomyError, load_taxonomy
-from persona_bench.prefdisco.taxonomy import FAMILIES, taxonomy_from_json
+from prefduel.prefdisco import KeywordRouter, TaxonomyError, load_taxonomy
+from prefduel.prefdisco.taxonomy import FAMILIES, taxonomy_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ("taxonomy.yaml", "persona_space.yaml", "tasks.yaml")
@@ -18,15 +18,15 @@ DATA = ("taxonomy.yaml", "persona_space.yaml", "tasks.yaml")
 
 def test_the_data_files_are_package_data():
     """Installed (non-editable) copies need the YAML declared as package data in pyproject."""
-    package = resources.files("persona_bench.prefdisco")
+    package = resources.files("prefduel.prefdisco")
     for name in DATA:
         assert package.joinpath(f"data/{name}").is_file(), name
     pyproject = ROOT / "pyproject.toml"
     if not pyproject.is_file():
         pytest.skip("not running from a source checkout")
     package_data = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
-    assert "data/*.yaml" in package_data.get("persona_bench.prefdisco", []), (
-        'add  "persona_bench.prefdisco" = ["data/*.yaml"]  to [tool.setuptools.package-data]'
+    assert "data/*.yaml" in package_data.get("prefduel.prefdisco", []), (
+        'add  "prefduel.prefdisco" = ["data/*.yaml"]  to [tool.setuptools.package-data]'
     )
 
 
@@ -57,7 +57,7 @@ def test_every_natural_question_routes_to_its_attribute():
 
 def _edit(mutate):
     data = yaml.safe_load(
-        resources.files("persona_bench.prefdisco")
+        resources.files("prefduel.prefdisco")
         .joinpath("data/taxonomy.yaml")
         .read_text(encoding="utf-8")
     )

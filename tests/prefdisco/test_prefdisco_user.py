@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from persona_bench.llm import LLMClient, LLMRequest, ScriptedBackend
-from persona_bench.prefdisco import (
+from prefduel.llm import LLMClient, LLMRequest, ScriptedBackend
+from prefduel.prefdisco import (
     KeywordRouter,
     LLMRouter,
     PassiveUser,
@@ -17,7 +17,7 @@ from persona_bench.prefdisco import (
     sample_personas,
     sample_profile,
 )
-from persona_bench.prefdisco.user import Route
+from prefduel.prefdisco.user import Route
 
 TAX = load_taxonomy()
 TASKS = builtin_tasks()

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from persona_bench.core.errors import PersonaBenchError
-from persona_bench.ranking import (
+from prefduel.core.errors import PrefduelError
+from prefduel.ranking import (
     Battles,
     RankAnalysis,
     RankConfig,
@@ -49,18 +49,18 @@ def truth_cluster(battles: Battles, truth: SyntheticTruth, users: np.ndarray) ->
 
 
 def rank(argv: list[str]) -> int:
-    """Run ``persona-bench rank ARGV`` like the real command (exit code; errors on stderr).
+    """Run ``prefduel rank ARGV`` like the real command (exit code; errors on stderr).
 
-    Goes through ``persona_bench.cli.main`` once ``rank`` is registered there, and through the
+    Goes through ``prefduel.cli.main`` once ``rank`` is registered there, and through the
     same error handling on a local parser before that.
     """
-    from persona_bench.cli import main as cli
-    from persona_bench.cli import rank_cmd
+    from prefduel.cli import main as cli
+    from prefduel.cli import rank_cmd
 
     cli.build_parser()
     if "rank" in cli.COMMANDS:
         return cli.main(["rank", *argv])
-    parser = argparse.ArgumentParser(prog="persona-bench")
+    parser = argparse.ArgumentParser(prog="prefduel")
     handlers = rank_cmd.register(parser.add_subparsers(dest="command", required=True))
     try:
         args = parser.parse_args(["rank", *argv])
@@ -68,6 +68,6 @@ def rank(argv: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     try:
         return handlers["rank"](args, sys.stdout)
-    except PersonaBenchError as exc:
-        print(f"persona-bench: error: {exc}", file=sys.stderr)
+    except PrefduelError as exc:
+        print(f"prefduel: error: {exc}", file=sys.stderr)
         return 2

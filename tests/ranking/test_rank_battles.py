@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pb_rank_data import arena
 
-from persona_bench.ranking import (
+from prefduel.ranking import (
     NOTE_REASONS,
     SKIP_REASONS,
     BattleFormatError,
@@ -196,8 +196,8 @@ def test_winner_label_settings_are_checked():
 
 
 def test_missing_packages_give_the_install_command():
-    with pytest.raises(MissingDependencyError, match=r'pip install "persona-bench\[rank\]"'):
-        _deps.require("persona_bench_no_such_package", "reading battle logs")
+    with pytest.raises(MissingDependencyError, match=r'pip install "prefduel\[rank\]"'):
+        _deps.require("prefduel_no_such_package", "reading battle logs")
 
 
 def test_optional_backends_fail_clearly_when_not_installed():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from persona_bench.core.rng import stream
-from persona_bench.ranking import (
+from prefduel.core.rng import stream
+from prefduel.ranking import (
     RankingError,
     battles_from_arrays,
     bt_bootstrap,

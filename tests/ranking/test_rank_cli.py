@@ -1,4 +1,4 @@
-"""``persona-bench rank``: end to end on a vote log and on a TutorDuel run's clicks."""
+"""``prefduel rank``: end to end on a vote log and on a TutorDuel run's clicks."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from pb_rank_data import arena, rank
 
-from persona_bench.cli.main import main
-from persona_bench.ranking import (
+from prefduel.cli.main import main
+from prefduel.ranking import (
     CLICK_COLUMNS,
     SKIP_REASONS,
     RankingError,
@@ -173,8 +173,8 @@ def test_click_export_end_to_end(toy_run, tmp_path, capsys):
 
 
 def test_trajectory_battles_maps_clicks_to_winners(toy_run):
-    from persona_bench.runner import run_cell
-    from persona_bench.worlds import get_world
+    from prefduel.runner import run_cell
+    from prefduel.worlds import get_world
 
     world_path, _ = toy_run
     world = dataclasses.replace(get_world(world_path, 0), roster=world_path, seed=0)

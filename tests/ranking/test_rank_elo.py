@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from pb_rank_data import arena
 
-from persona_bench.core.rng import stream
-from persona_bench.ranking import (
+from prefduel.core.rng import stream
+from prefduel.ranking import (
     ARENA_K,
     PAPER_K,
     RankingError,

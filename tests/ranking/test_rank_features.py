@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pb_rank_data import analysis, truth_cluster
 
-from persona_bench.ranking import (
+from prefduel.ranking import (
     STYLE_FEATURES,
     PredictorSpec,
     RankingError,

@@ -1,5 +1,5 @@
-"""``persona_bench.ranking`` depends only on ``core`` (DESIGN section 1) and imports its optional
-packages lazily, so ``import persona_bench.ranking`` works on a base install."""
+"""``prefduel.ranking`` depends only on ``core`` (DESIGN section 1) and imports its optional
+packages lazily, so ``import prefduel.ranking`` works on a base install."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import persona_bench.ranking
+import prefduel.ranking
 
-SRC = Path(persona_bench.ranking.__file__).parent
+SRC = Path(prefduel.ranking.__file__).parent
 
 
 def test_optional_packages_are_imported_lazily():
     code = (
-        "import json, sys, persona_bench.ranking\n"
+        "import json, sys, prefduel.ranking\n"
         "heavy = ('pandas', 'sklearn', 'matplotlib', 'pyarrow')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
     )

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from pb_rank_data import analysis, truth_cluster
 
-from persona_bench.ranking import (
+from prefduel.ranking import (
     RankingError,
     battles_from_arrays,
     correlation_summary,

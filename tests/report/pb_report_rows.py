@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from pb_toys import make_world
-from persona_bench import __version__
-from persona_bench.core.rng import stream
-from persona_bench.runner.sweep import sweep
-from persona_bench.worlds.rosters import get_students
+from prefduel import __version__
+from prefduel.core.rng import stream
+from prefduel.runner.sweep import sweep
+from prefduel.worlds.rosters import get_students
 
 #: Hidden profiles of the toy world's 4 students (arrival a is student a % 4).
 TOY_PROFILES = ("alpha", "beta", "alpha", "gamma")

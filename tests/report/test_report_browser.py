@@ -1,7 +1,7 @@
 """The report in headless Chromium: offline (no request but the file), figures drawn, no errors.
 
 Skipped when the ``playwright`` package or ``/usr/bin/chromium`` is missing, unless
-``PB_REQUIRE_BROWSER=1``: then they fail instead. Playwright launches the system Chromium.
+``PREFDUEL_REQUIRE_BROWSER=1``: then they fail instead. Playwright launches the system Chromium.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from pb_report_rows import sweep_results
 
-from persona_bench.report import build_report
+from prefduel.report import build_report
 
-REQUIRE_BROWSER = os.environ.get("PB_REQUIRE_BROWSER") == "1"
+REQUIRE_BROWSER = os.environ.get("PREFDUEL_REQUIRE_BROWSER") == "1"
 if REQUIRE_BROWSER:
     import playwright.sync_api as sync_api
 else:
@@ -92,8 +92,8 @@ PAIRS = [
 def test_a_full_session_played_in_the_report_scores_as_python_says(loaded, built, tmp_path):
     """The report's "Be the policy" section (first world, first seed, arrival 0): play all 24
     rounds by clicking and compare every click and the final score with ``session_score``."""
-    from persona_bench.pages import session_score
-    from persona_bench.worlds import get_world
+    from prefduel.pages import session_score
+    from prefduel.worlds import get_world
 
     page = loaded["page"]
     assert page.locator("#be-the-policy").count() == 1
@@ -113,7 +113,7 @@ def test_a_full_session_played_in_the_report_scores_as_python_says(loaded, built
     path = tmp_path / "report_play.png"
     page.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 10_000
-    if os.environ.get("PB_SCREENSHOTS") == "1":
+    if os.environ.get("PREFDUEL_SCREENSHOTS") == "1":
         os.makedirs("/tmp/pb_screens", exist_ok=True)
         shutil.copy(path, "/tmp/pb_screens/report_play.png")
         page.screenshot(path="/tmp/pb_screens/report_full.png", full_page=True)

@@ -1,4 +1,4 @@
-"""``persona-bench report`` through ``main([...])``: output, exit codes, messages, play widget."""
+"""``prefduel report`` through ``main([...])``: output, exit codes, messages, play widget."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import types
 import pytest
 from pb_report_rows import read_rows, sweep_results, write_rows
 
-from persona_bench.cli.main import main
-from persona_bench.report import build_report
+from prefduel.cli.main import main
+from prefduel.report import build_report
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_report_command_writes_the_page(toy, tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out.startswith(f"wrote {out / 'report.html'} and 6 figure files")
     html = (out / "report.html").read_text()
-    assert f"persona-bench report {results} --out {out} --competitor random --window 5" in html
+    assert f"prefduel report {results} --out {out} --competitor random --window 5" in html
     assert "--policies pooled" in html
     assert "centered 5-arrival moving mean" in html
     assert len(list((out / "figures").glob("*.png"))) == 3
@@ -56,7 +56,7 @@ def test_usage_errors_exit_2_with_a_message(toy, tmp_path, capsys, extra, messag
     results, _ = toy
     assert main(["report", str(results), "--out", str(tmp_path / "o"), *extra]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("persona-bench: error: ") and message in err
+    assert err.startswith("prefduel: error: ") and message in err
 
 
 def test_bad_files_exit_2(toy, tmp_path, capsys):
@@ -86,16 +86,16 @@ def test_warnings_go_to_stderr(toy, tmp_path, capsys):
     path = write_rows(tmp_path / "r.jsonl", rows, tail='{"kind":')
     assert main(["report", str(path), "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
-    assert f"persona-bench: warning: results file {path}: the last line (line 31)" in err
-    assert "persona-bench: warning: rows come from 2 package versions: 0.0.1 (1 rows)" in err
+    assert f"prefduel: warning: results file {path}: the last line (line 31)" in err
+    assert "prefduel: warning: rows come from 2 package versions: 0.0.1 (1 rows)" in err
     assert "warning(s) above; the report shows them too" in err
 
 
 def _fake_pages(monkeypatch, widget):
-    module = types.ModuleType("persona_bench.pages")
-    module.__spec__ = importlib.machinery.ModuleSpec("persona_bench.pages", None)
+    module = types.ModuleType("prefduel.pages")
+    module.__spec__ = importlib.machinery.ModuleSpec("prefduel.pages", None)
     module.play_widget = widget
-    monkeypatch.setitem(sys.modules, "persona_bench.pages", module)
+    monkeypatch.setitem(sys.modules, "prefduel.pages", module)
 
 
 def test_play_widget_is_embedded_when_pages_has_one(toy, tmp_path, monkeypatch):
@@ -140,6 +140,6 @@ def test_real_play_widget(toy, tmp_path):
 def test_cli_does_not_import_matplotlib_until_a_report_is_built():
     import subprocess
 
-    code = "import sys, persona_bench.cli.main; print('matplotlib' in sys.modules)"
+    code = "import sys, prefduel.cli.main; print('matplotlib' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False"

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from pb_report_rows import sweep_results
 
-from persona_bench import __version__
-from persona_bench.report import build_report
-from persona_bench.report.compute import group_breakdown
-from persona_bench.runner.store import ResultsStore
-from persona_bench.stats.paired import paired_gains, profile_breakdown, round_curve
-from persona_bench.stats.table import summarize_rows
-from persona_bench.worlds.world import load_world
+from prefduel import __version__
+from prefduel.report import build_report
+from prefduel.report.compute import group_breakdown
+from prefduel.runner.store import ResultsStore
+from prefduel.stats.paired import paired_gains, profile_breakdown, round_curve
+from prefduel.stats.table import summarize_rows
+from prefduel.worlds.world import load_world
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -29,7 +29,7 @@ def built(tmp_path_factory):
     """A report of random, notransfer and pooled on a toy profile world, 3 seeds."""
     base = tmp_path_factory.mktemp("report")
     results, world = sweep_results(base)
-    result = build_report(results, base / "out", command="persona-bench report x --out y")
+    result = build_report(results, base / "out", command="prefduel report x --out y")
     html = result.html.read_text(encoding="utf-8")
     rows = ResultsStore(results, repair=False).rows()
     return {"result": result, "html": html, "rows": rows, "world": world, "out": base / "out"}
@@ -133,7 +133,7 @@ def test_profile_numbers_are_profile_breakdown(built):
 
 
 def test_learning_curves_are_learning_curve(built):
-    from persona_bench.stats.paired import learning_curve
+    from prefduel.stats.paired import learning_curve
 
     report = built["result"].worlds[0]
     rows = [r for r in built["rows"] if r["policy"] == "pooled"]
@@ -154,7 +154,7 @@ def test_settings_and_versions(built):
     import matplotlib
 
     assert matplotlib.__version__ in settings
-    assert "persona-bench report x --out y" in settings
+    assert "prefduel report x --out y" in settings
     assert "0-2 (3)" in settings  # seeds per world
     assert escape(built["world"]) in settings
     assert re.search(r"<dt>generated</dt><dd>\d{4}-\d\d-\d\dT", settings)

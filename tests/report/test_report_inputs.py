@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from pb_report_rows import read_rows, roster_size, sweep_results, synthetic_rows, write_rows
 
-from persona_bench.core.errors import ResultsFileError, SpecError
-from persona_bench.report import MissingDependencyError, ReportWarning, build_report, load_input
-from persona_bench.report.compute import compute_report
-from persona_bench.stats.paired import paired_gains
+from prefduel.core.errors import ResultsFileError, SpecError
+from prefduel.report import MissingDependencyError, ReportWarning, build_report, load_input
+from prefduel.report.compute import compute_report
+from prefduel.stats.paired import paired_gains
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +254,7 @@ def test_missing_matplotlib_says_what_to_install(tmp_path, toy, monkeypatch):
     path = write_rows(tmp_path / "r.jsonl", rows)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(
-        MissingDependencyError, match=re.escape('pip install "persona-bench[report]"')
+        MissingDependencyError, match=re.escape('pip install "prefduel[report]"')
     ):
         build_report(path, tmp_path / "out")
 

@@ -10,13 +10,13 @@ import textwrap
 import numpy as np
 import pytest
 
-from persona_bench.core.btl import btl_matrix
-from persona_bench.core.errors import PolicyError
-from persona_bench.policies import Policy
-from persona_bench.runner import play, run_cell
-from persona_bench.runner.cell import policy_rng
-from persona_bench.stats.references import reference_rows
-from persona_bench.worlds import World, get_world
+from prefduel.core.btl import btl_matrix
+from prefduel.core.errors import PolicyError
+from prefduel.policies import Policy
+from prefduel.runner import play, run_cell
+from prefduel.runner.cell import policy_rng
+from prefduel.stats.references import reference_rows
+from prefduel.worlds import World, get_world
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +204,7 @@ def test_notransfer_learns_but_stays_below_the_oracle(dev):
 
 BAD_POLICIES = textwrap.dedent(
     """
-    from persona_bench.policies import Policy
+    from prefduel.policies import Policy
 
     class Misbehaves(Policy):
         '''Shows (0, 1) except at arrival 1, round 2, where it does WHAT.'''

@@ -25,11 +25,11 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from pb_toys import fake_reference_rows, make_world, strip_wall  # noqa: E402
-from persona_bench.cli.main import main  # noqa: E402
-from persona_bench.core.errors import PolicyError  # noqa: E402
-from persona_bench.runner import distributed as dask_module  # noqa: E402
-from persona_bench.runner import sweep as sweep_module  # noqa: E402
-from persona_bench.runner.distributed import (  # noqa: E402
+from prefduel.cli.main import main  # noqa: E402
+from prefduel.core.errors import PolicyError  # noqa: E402
+from prefduel.runner import distributed as dask_module  # noqa: E402
+from prefduel.runner import sweep as sweep_module  # noqa: E402
+from prefduel.runner.distributed import (  # noqa: E402
     INSTALL_HINT,
     ClusterError,
     DaskExecutor,
@@ -37,9 +37,9 @@ from persona_bench.runner.distributed import (  # noqa: E402
     dask_executor,
     worker_needs,
 )
-from persona_bench.runner.store import ResultsStore  # noqa: E402
-from persona_bench.runner.sweep import sweep  # noqa: E402
-from persona_bench.stats.references import REFERENCES  # noqa: E402
+from prefduel.runner.store import ResultsStore  # noqa: E402
+from prefduel.runner.sweep import sweep  # noqa: E402
+from prefduel.stats.references import REFERENCES  # noqa: E402
 
 N_WORKERS = 2
 
@@ -50,7 +50,7 @@ import os
 import time
 from pathlib import Path
 
-from persona_bench.policies.base import Policy
+from prefduel.policies.base import Policy
 
 MARKERS = Path({markers!r})
 
@@ -125,7 +125,7 @@ def test_dask_rows_equal_local_rows_and_resume(
     with dask_executor(address, timeout=10, worlds=grid[0], policies=grid[2]) as executor:
         assert isinstance(executor, DaskExecutor)
         rows = sweep(*grid, out, executor=executor, reference_fn=fake_reference_rows)
-        assert "persona-bench" in capsys.readouterr().err  # the progress bar, as locally
+        assert "prefduel" in capsys.readouterr().err  # the progress bar, as locally
         assert strip_wall(rows) == strip_wall(local)
         assert _keys(rows) == _keys(local)  # grid order, whatever the completion order
         assert strip_wall(_file_rows(out)) == strip_wall(rows)
@@ -246,7 +246,7 @@ def test_cancel_wakes_waiters_and_lost_tasks_fail_clearly(address: str, tmp_path
             assert not executor._pending
 
             lost = executor.submit(block)
-            executor.client.cancel(list(executor._pending))  # behind persona-bench's back
+            executor.client.cancel(list(executor._pending))  # behind prefduel's back
             with pytest.raises(ClusterError, match="was lost on the Dask cluster"):
                 lost.result(timeout=10)
             assert not lost.cancelled()  # an error: sweep cannot mistake it for its own cancel
@@ -340,7 +340,7 @@ def test_unreachable_scheduler(tmp_path: Path, small_world: str, capsys):
         out = tmp_path / "r.jsonl"
         assert main([*argv, "--out", str(out), "--scheduler", address]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"persona-bench: error: cannot reach the Dask scheduler at {address}")
+    assert err.startswith(f"prefduel: error: cannot reach the Dask scheduler at {address}")
     assert "Traceback" not in err and not out.exists()
 
 
@@ -359,7 +359,7 @@ def test_unsuitable_workers_are_named(address: str, tmp_path: Path):
         with pytest.raises(ClusterError, match="cannot import no_such_package_xyz") as info:
             check_workers(client, address, package="no_such_package_xyz")
         assert INSTALL_HINT in str(info.value)
-        with pytest.raises(ClusterError, match=r"runs persona-bench .*, this client 0\.0\.0"):
+        with pytest.raises(ClusterError, match=r"runs prefduel .*, this client 0\.0\.0"):
             check_workers(client, address, version="0.0.0")
         with pytest.raises(ClusterError, match="cannot read /no/such/world") as info:
             check_workers(client, address, paths=["/no/such/world"], modules=["no_mod_xyz"])
@@ -380,7 +380,7 @@ def test_missing_distributed(monkeypatch, small_world: str, tmp_path: Path, caps
     real_import = builtins.__import__
 
     def no_distributed(name, globals=None, *args, **kwargs):
-        # only persona-bench's import fails: the running cluster's threads keep theirs
+        # only prefduel's import fails: the running cluster's threads keep theirs
         if name == "distributed" and (globals or {}).get("__name__") == dask_module.__name__:
             raise ImportError("No module named 'distributed'")
         return real_import(name, globals, *args, **kwargs)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from persona_bench.core.errors import ResultsFileError
-from persona_bench.runner.store import ResultsFileWarning, ResultsStore
+from prefduel.core.errors import ResultsFileError
+from prefduel.runner.store import ResultsFileWarning, ResultsStore
 
 
 def _row(policy: str, seed: int = 0, score: float = 1.0) -> dict:

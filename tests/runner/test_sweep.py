@@ -17,16 +17,16 @@ from pb_toys import (
     save_world,
     strip_wall,
 )
-from persona_bench.core.errors import (
+from prefduel.core.errors import (
     LockedRosterError,
     PolicyError,
     SpecError,
     UnknownIdError,
     WorldFormatError,
 )
-from persona_bench.runner.store import ResultsFileWarning, ResultsStore
-from persona_bench.runner.sweep import sweep, world_label
-from persona_bench.stats.references import REFERENCES
+from prefduel.runner.store import ResultsFileWarning, ResultsStore
+from prefduel.runner.sweep import sweep, world_label
+from prefduel.stats.references import REFERENCES
 
 
 def _keys(rows: list[dict]) -> list[tuple]:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from persona_bench.stats.paired import (
+from prefduel.stats.paired import (
     bootstrap_interval,
     centered_moving_mean,
     learning_curve,
@@ -82,9 +82,9 @@ def test_learning_curve_averages_smoothed_seeds_with_a_band():
 
 
 def test_profile_breakdown_groups_arrivals_by_hidden_profile():
-    from persona_bench.runner.cell import run_cell
-    from persona_bench.stats.paired import profile_breakdown
-    from persona_bench.worlds import get_world
+    from prefduel.runner.cell import run_cell
+    from prefduel.stats.paired import profile_breakdown
+    from prefduel.worlds import get_world
 
     worlds = {s: get_world("dev", s) for s in (0, 1)}
     rows = [run_cell(worlds[s], "notransfer") for s in (0, 1)]

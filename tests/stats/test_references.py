@@ -7,15 +7,15 @@ import itertools
 import numpy as np
 import pytest
 
-from persona_bench.core.regret import score
-from persona_bench.runner.cell import run_cell
-from persona_bench.stats.references import (
+from prefduel.core.regret import score
+from prefduel.runner.cell import run_cell
+from prefduel.stats.references import (
     REFERENCES,
     linear_oracle_theta,
     pair_totals,
     reference_rows,
 )
-from persona_bench.worlds import get_world
+from prefduel.worlds import get_world
 
 
 @pytest.fixture(scope="module")

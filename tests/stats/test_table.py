@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from persona_bench.stats.table import format_table, summarize_rows
+from prefduel.stats.table import format_table, summarize_rows
 
 
 def _row(world: str, policy: str, seed: int, score: float, excess: float, kind="policy"):

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from persona_bench.worlds.tutorsim_data import KINDS, load_tutorsim_data
+from prefduel.worlds.tutorsim_data import KINDS, load_tutorsim_data
 
 
 def test_counts():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from pb_toys import save_world
-from persona_bench.core.errors import LockedRosterError, UnknownIdError
-from persona_bench.worlds.rosters import ROSTERS, get_students, get_world
+from prefduel.core.errors import LockedRosterError, UnknownIdError
+from prefduel.worlds.rosters import ROSTERS, get_students, get_world
 
 #: Every roster (each kind of students) at its own seed, and a second seed for the kinds whose
 #: tables depend most on the draws (template combinations with quirks, permutations).

@@ -12,11 +12,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from persona_bench.core.btl import fit_bt_ridge
-from persona_bench.core.errors import LockedRosterError, PersonaBenchError, UnknownIdError
-from persona_bench.worlds import ROSTERS, get_roster, get_world
-from persona_bench.worlds.tutorsim import generate_world
-from persona_bench.worlds.tutorsim_data import KINDS, load_tutorsim_data
+from prefduel.core.btl import fit_bt_ridge
+from prefduel.core.errors import LockedRosterError, PrefduelError, UnknownIdError
+from prefduel.worlds import ROSTERS, get_roster, get_world
+from prefduel.worlds.tutorsim import generate_world
+from prefduel.worlds.tutorsim_data import KINDS, load_tutorsim_data
 
 SEED = 5
 
@@ -220,7 +220,7 @@ def test_worlds_are_identical_in_a_process_with_another_hash_seed(worlds):
     ids = ["dev", "test-quirky", "control-scrambled"]
     code = (
         "import json, sys\n"
-        "from persona_bench.worlds import get_world\n"
+        "from prefduel.worlds import get_world\n"
         "ids, seed = json.loads(sys.argv[1]), int(sys.argv[2])\n"
         "print(json.dumps({r: get_world(r, seed, allow_test=True).digest() for r in ids}))\n"
     )
@@ -259,4 +259,4 @@ def test_unknown_roster_lists_known_rosters(name):
     assert repr(name) in msg
     for rid in ROSTERS:
         assert rid in msg
-    assert isinstance(info.value, PersonaBenchError)
+    assert isinstance(info.value, PrefduelError)

@@ -10,10 +10,10 @@ import shutil
 import numpy as np
 import pytest
 
-from persona_bench.core.btl import btl_matrix
-from persona_bench.core.errors import WorldFormatError
-from persona_bench.worlds import World, get_world, is_world_path, load_world
-from persona_bench.worlds.world import ARRAY_NAMES
+from prefduel.core.btl import btl_matrix
+from prefduel.core.errors import WorldFormatError
+from prefduel.worlds import World, get_world, is_world_path, load_world
+from prefduel.worlds.world import ARRAY_NAMES
 
 
 def tiny_world(seed: int = 0, n: int = 2, s: int = 3, k: int = 4, d: int = 5) -> World:
@@ -112,7 +112,7 @@ def test_missing_directory_and_files(stored, tmp_path):
 
 @pytest.mark.parametrize(
     "content",
-    [b"{not json", b"", b"\xff\xfe\x00garbage", b'{"format": "persona-bench-world"'],
+    [b"{not json", b"", b"\xff\xfe\x00garbage", b'{"format": "prefduel-world"'],
 )
 def test_bad_json(stored, content):
     _, path = stored
@@ -126,7 +126,7 @@ def test_bad_json(stored, content):
         ({"format_version": 2}, "format_version 2"),
         ({"format_version": "1"}, "format_version '1'"),
         ({"format_version": None}, "format_version None"),
-        ({"format": "something-else"}, "persona-bench-world"),
+        ({"format": "something-else"}, "prefduel-world"),
     ],
 )
 def test_wrong_format_or_version(stored, change, fragment):
@@ -140,7 +140,7 @@ def test_wrong_format_or_version(stored, change, fragment):
 def test_json_that_is_not_an_object(stored):
     _, path = stored
     (path / "world.json").write_text("[1, 2, 3]")
-    _expect_error(path, "persona-bench-world")
+    _expect_error(path, "prefduel-world")
 
 
 @pytest.mark.parametrize("name", ARRAY_NAMES)

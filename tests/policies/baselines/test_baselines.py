@@ -8,18 +8,18 @@ import math
 import numpy as np
 import pytest
 
-from persona_bench.core.errors import SpecError
-from persona_bench.policies import POLICIES, load_policy
-from persona_bench.policies.base import policy_context
-from persona_bench.policies.baselines._common import marginal_summary, pair_widths
-from persona_bench.policies.baselines.coldb import logistic_map
-from persona_bench.policies.baselines.linear_duel import (
+from prefduel.core.errors import SpecError
+from prefduel.policies import POLICIES, load_policy
+from prefduel.policies.base import policy_context
+from prefduel.policies.baselines._common import marginal_summary, pair_widths
+from prefduel.policies.baselines.coldb import logistic_map
+from prefduel.policies.baselines.linear_duel import (
     colstim_pair,
     maxinp_candidates,
     maxpair_scores,
 )
-from persona_bench.policies.baselines.rucb import rucb_ucb
-from persona_bench.policies.laplace import LaplaceBelief
+from prefduel.policies.baselines.rucb import rucb_ucb
+from prefduel.policies.laplace import LaplaceBelief
 
 BASELINES = (
     "rucb",

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize
 
-from persona_bench.policies.coduel.belief import MixtureBelief, laplace_step_batch
-from persona_bench.policies.laplace import laplace_step
+from prefduel.policies.coduel.belief import MixtureBelief, laplace_step_batch
+from prefduel.policies.laplace import laplace_step
 
 D = 7
 K = 6

@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from persona_bench.policies.coduel.pair_rule import greedy_pair, greedy_regret, lookahead_pair
-from persona_bench.policies.laplace import laplace_step
+from prefduel.policies.coduel.pair_rule import greedy_pair, greedy_regret, lookahead_pair
+from prefduel.policies.laplace import laplace_step
 
 D = 7
 K = 6

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from persona_bench.core.errors import SpecError
-from persona_bench.policies import check_policy, load_policy
-from persona_bench.policies.base import policy_context, validate_pair
-from persona_bench.policies.coduel.pair_rule import greedy_pair, lookahead_pair
-from persona_bench.policies.coduel.recal import apply_recalibration
-from persona_bench.runner.cell import play
-from persona_bench.worlds import get_world
-from persona_bench.worlds.world import World
+from prefduel.core.errors import SpecError
+from prefduel.policies import check_policy, load_policy
+from prefduel.policies.base import policy_context, validate_pair
+from prefduel.policies.coduel.pair_rule import greedy_pair, lookahead_pair
+from prefduel.policies.coduel.recal import apply_recalibration
+from prefduel.runner.cell import play
+from prefduel.worlds import get_world
+from prefduel.worlds.world import World
 
 ABLATIONS = [
     "coduel",
@@ -398,7 +398,7 @@ def test_population_learns_on_other_feature_layouts():
     """With features that are not [e_p, g] (d != K + 1), recalibration is off but the population
     model still learns from the clicks as shown: two planted user types give learned
     components and the gate can open."""
-    from persona_bench.core.rng import stream
+    from prefduel.core.rng import stream
 
     rng = stream(3, "tests", "generic-layout")
     n, s, k, d = 60, 24, 6, 4
@@ -425,7 +425,7 @@ def test_each_stored_summary_equals_a_fresh_pass_over_the_users_clicks(world, sp
     """The population learns from every completed user's likelihood summary; the new user's
     is read off the no-transfer learner, which must agree with a Laplace pass over the logged
     clicks under the current features (after refits, every user's is recomputed)."""
-    from persona_bench.policies.coduel.policy import likelihood_summaries
+    from prefduel.policies.coduel.policy import likelihood_summaries
 
     checked = []
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from persona_bench.policies.coduel.population import (
+from prefduel.policies.coduel.population import (
     Population,
     component_posteriors,
     unidentified_direction,

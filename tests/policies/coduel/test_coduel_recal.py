@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, minimize_scalar
 
-from persona_bench.policies.coduel.recal import apply_recalibration, fit_recalibration
+from prefduel.policies.coduel.recal import apply_recalibration, fit_recalibration
 
 K = 6
 

@@ -1,6 +1,0 @@
-"""Worlds: the World data structure, TutorSim, rosters and stored worlds."""
-
-from persona_bench.worlds.rosters import ROSTERS, Roster, get_roster, get_world, is_world_path
-from persona_bench.worlds.world import World, load_world
-
-__all__ = ["ROSTERS", "Roster", "World", "get_roster", "get_world", "is_world_path", "load_world"]

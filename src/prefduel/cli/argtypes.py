@@ -1,0 +1,43 @@
+"""Argument types shared by the ``prefduel`` subcommands (argparse ``type=`` callables).
+
+Each raises :class:`argparse.ArgumentTypeError`, which argparse turns into a usage error naming
+the option and the value.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An integer type accepting values ``>= low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"int_at_least_{low}"
+    return parse
+
+
+#: A positive integer (``>= 1``).
+positive_int = int_at_least(1)
+#: A non-negative integer (``>= 0``).
+non_negative_int = int_at_least(0)
+
+
+def positive_float(text: str) -> float:
+    """A number ``> 0``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value

@@ -1,0 +1,139 @@
+"""``prefduel play`` and ``prefduel replay``: write the interactive HTML pages.
+
+::
+
+    prefduel play [--world dev] [--seed 0] [--arrival 3] [--out play.html] [--allow-test]
+    prefduel replay RESULTS [--world dev] [--seed 0] [--policy coduel] [--arrival 0]
+                         [--out replay.html] [--allow-test]
+
+Both pages are single offline HTML files (no network; CSS, JavaScript and data inline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from prefduel.core.errors import PrefduelError
+from prefduel.pages._html import check_arrival
+from prefduel.pages.play import play_page
+from prefduel.pages.replay import find_row, load_rows, replay_page, replay_trajectory
+from prefduel.policies.loading import canonical_spec
+from prefduel.runner.sweep import world_label
+from prefduel.worlds.rosters import get_world
+from prefduel.worlds.world import World
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
+def _arrival(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
+    """Add the ``play`` and ``replay`` subcommands to ``sub``; return ``{name: handler}``."""
+    play = sub.add_parser(
+        "play",
+        help="write a page where you play the policy for one student",
+        description="Write an offline HTML page to play one real session of a world: each round "
+        "you pick two personas, the simulated student clicks exactly as in the benchmark, and "
+        "the hidden utilities and your running score are revealed (random pairs 0, the "
+        "student's two best 100).",
+    )
+    play.add_argument(
+        "--world", default="dev", help="roster id or stored-world path (default: dev)"
+    )
+    play.add_argument("--seed", type=_seed, default=0, help="world seed (default: 0)")
+    play.add_argument(
+        "--arrival", type=_arrival, default=0, help="arrival (student session) to play (default: 0)"
+    )
+    play.add_argument("--out", default="play.html", help="output file (default: play.html)")
+    play.add_argument(
+        "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
+    )
+
+    replay = sub.add_parser(
+        "replay",
+        help="write a page that replays a finished run arrival by arrival",
+        description="Write an offline HTML page that steps through the arrivals of a finished "
+        "run: the per-arrival excess regret curve and the pairs the policy showed each student. "
+        "The pairs are recovered by re-running the cell, which must reproduce the stored row.",
+    )
+    replay.add_argument("results", metavar="RESULTS", help="a JSONL results file")
+    replay.add_argument(
+        "--world", default="dev", help="roster id or stored-world path (default: dev)"
+    )
+    replay.add_argument("--seed", type=_seed, default=0, help="world seed (default: 0)")
+    replay.add_argument("--policy", default="coduel", help="policy spec (default: coduel)")
+    replay.add_argument(
+        "--arrival", type=_arrival, default=0, help="arrival shown first (default: 0)"
+    )
+    replay.add_argument("--out", default="replay.html", help="output file (default: replay.html)")
+    replay.add_argument(
+        "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
+    )
+    return {"play": cmd_play, "replay": cmd_replay}
+
+
+def _world(name: str, seed: int, allow_test: bool) -> World:
+    """The world as the sweep builds it: labelled like result rows, with the requested seed."""
+    label = world_label(name)
+    world = get_world(label, seed, allow_test=allow_test)
+    if world.roster != label or world.seed != seed:
+        world = dataclasses.replace(world, roster=label, seed=seed)
+    return world
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise PrefduelError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def cmd_play(args: argparse.Namespace, out: Any) -> int:
+    """Write the "be the policy" page."""
+    world = _world(args.world, args.seed, args.allow_test)
+    arrival = check_arrival(world, args.arrival)
+    _write(args.out, play_page(world, arrival))
+    out.write(
+        f"wrote {args.out}: play arrival {arrival} of {world.name} (seed {world.seed}), "
+        f"{world.S} rounds; open it in a browser\n"
+    )
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace, out: Any) -> int:
+    """Write the "watch the policy learn" page."""
+    rows = load_rows(args.results)
+    label = world_label(args.world)
+    world = _world(label, args.seed, args.allow_test)
+    policy = canonical_spec(args.policy)
+    row = find_row(rows, label, args.seed, policy)
+    arrival = check_arrival(world, args.arrival)
+    print(
+        f"re-running {policy} on {label}, seed {args.seed} to recover its pairs ...",
+        file=sys.stderr,
+    )
+    trajectory = replay_trajectory(world, row)
+    _write(args.out, replay_page(world, row, trajectory, arrival=arrival))
+    out.write(
+        f"wrote {args.out}: {policy} on {label}, seed {args.seed}, {world.N} arrivals "
+        f"(score {row.get('score', float('nan')):.1f}); open it in a browser\n"
+    )
+    return 0

@@ -1,0 +1,353 @@
+"""``prefduel prefdisco generate|run|report``: cold-start preference discovery.
+
+::
+
+    prefduel prefdisco generate DIR [--config study.yaml] [--seed N] [--personas N]
+                  [--per-task N] [--tasks FORMAT[:PATH]]... [--limit N] [--enrich]
+                  [--refine-rubrics] [LLM flags]
+    prefduel prefdisco run DIR [--config study.yaml] [--out RUNDIR] [--models a,b]
+                  [--conditions baseline,discovery,oracle] [--max-turns N]
+                  [--router keyword|llm] [--judge-model M] [--dry-run] [--no-progress]
+                  [LLM flags]
+    prefduel prefdisco report RUNDIR [--config study.yaml] [--out DIR] [--bootstrap N]
+                  [--min-gap X]
+
+Without ``--config`` everything runs offline on the scripted backend and the built-in tasks
+(the demo). LLM flags are the shared ones (``--backend``, ``--base-url``, ``--api-key-env``,
+``--cache``, ``--budget``, ...); the cache defaults to ``DIR/llm-cache.sqlite``, so re-running
+an interrupted ``run`` resumes without paying for any answer twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from prefduel.cli.argtypes import non_negative_int, positive_float, positive_int
+from prefduel.llm.config import add_llm_arguments, config_from_args
+
+FORMATS_HELP = "builtin, math500, medqa, commonsenseqa, logiqa, socialiqa, generic"
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
+    """Add ``prefdisco`` (actions ``generate``, ``run``, ``report``) to ``sub``."""
+    parser = sub.add_parser(
+        "prefdisco",
+        help="cold-start preference discovery (PrefDisco): generate, run, report",
+        description="Turn question/answer benchmarks into cold-start personalization tasks "
+        "(PrefDisco, ICLR 2026): hidden sparse preferences over a typed attribute taxonomy, a "
+        "passive simulated user, baseline / discovery (<= 5 questions) / oracle conditions "
+        "with one scaffold, per-attribute rubric scores (PrefAlign, NormAlign), accuracy and "
+        "discovery recall. Without --config it runs offline on the scripted backend.",
+    )
+    actions = parser.add_subparsers(dest="prefdisco_action", required=True, metavar="ACTION")
+
+    gen = actions.add_parser(
+        "generate",
+        help="personas, tasks, hidden preferences and rubrics into DIR",
+        description="Sample the persona library, load the tasks, draw one sparse preference "
+        "profile per (persona, task) instance and write the rubrics, into DIR (deterministic "
+        "in the config).",
+    )
+    gen.add_argument("folder", metavar="DIR", help="dataset folder (created)")
+    gen.add_argument("--config", default=None, help="YAML config (default: the offline demo)")
+    gen.add_argument("--seed", type=non_negative_int, default=None, help="root seed")
+    gen.add_argument("--personas", type=positive_int, default=None, help="persona library size")
+    gen.add_argument(
+        "--per-task", type=positive_int, default=None, help="personas paired with each task"
+    )
+    gen.add_argument(
+        "--tasks",
+        action="append",
+        default=None,
+        metavar="FORMAT[:PATH]",
+        help=f"a task source (repeatable); FORMAT is one of {FORMATS_HELP}",
+    )
+    gen.add_argument("--limit", type=positive_int, default=None, help="items per task source")
+    gen.add_argument("--enrich", action="store_true", default=None, help="LLM backstories")
+    gen.add_argument(
+        "--refine-rubrics", action="store_true", default=None, help="LLM-refined rubrics"
+    )
+    gen.add_argument("--model", default=None, help="model for --enrich / --refine-rubrics")
+    add_llm_arguments(gen)
+
+    run = actions.add_parser(
+        "run",
+        help="run and score every episode (resumable)",
+        description="Run every model x condition x instance episode of the dataset in DIR and "
+        "score it; finished episodes are skipped, so re-running resumes.",
+    )
+    run.add_argument("folder", metavar="DIR", help="dataset folder (from generate)")
+    run.add_argument("--config", default=None, help="YAML config (default: the dataset's)")
+    run.add_argument("--out", default=None, metavar="RUNDIR", help="run folder (default: DIR)")
+    run.add_argument("--models", type=_names, default=None, help="models under test (comma list)")
+    run.add_argument(
+        "--conditions", type=_names, default=None, help="comma list of baseline,discovery,oracle"
+    )
+    run.add_argument("--max-turns", type=positive_int, default=None, help="question budget")
+    run.add_argument("--router", choices=("keyword", "llm"), default=None, help="user's router")
+    run.add_argument("--judge-model", default=None, help="rubric judge model")
+    run.add_argument(
+        "--dry-run", action="store_true", help="only count the episodes and estimate the calls"
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_llm_arguments(run)
+
+    rep = actions.add_parser(
+        "report",
+        help="Markdown, HTML and JSON report of a run",
+        description="Aggregate the scores of RUNDIR into report.md, report.html and "
+        "report.json: per-condition tables, NormAlign by task and by attribute with bootstrap "
+        "intervals, questions vs alignment, accuracy.",
+    )
+    rep.add_argument("folder", metavar="RUNDIR", help="run folder (from run)")
+    rep.add_argument("--config", default=None, help="YAML config (its report section)")
+    rep.add_argument(
+        "--out", default=None, metavar="DIR", help="report folder (default: RUNDIR/report)"
+    )
+    rep.add_argument(
+        "--bootstrap", type=non_negative_int, default=None, help="bootstrap replicates"
+    )
+    rep.add_argument("--min-gap", type=positive_float, default=None, help="NormAlign guard")
+    return {"prefdisco": cmd_prefdisco}
+
+
+def cmd_prefdisco(args: argparse.Namespace, out: Any) -> int:
+    """Dispatch ``prefdisco generate|run|report``."""
+    action = {"generate": cmd_generate, "run": cmd_run, "report": cmd_report}
+    return action[args.prefdisco_action](args, out)
+
+
+def _task_sources(specs: list[str], limit: int | None) -> tuple[Any, ...]:
+    from prefduel.prefdisco.config import TaskSource
+    from prefduel.prefdisco.errors import ConfigError
+
+    sources = []
+    for spec in specs:
+        fmt, _, path = spec.partition(":")
+        try:
+            sources.append(TaskSource(format=fmt.strip(), path=path.strip() or None, limit=limit))
+        except ConfigError as exc:
+            raise ConfigError(f"--tasks {spec}: {exc}") from None
+    return tuple(sources)
+
+
+def _money(amount: float) -> str:
+    return f"{amount:,.4f}" if amount == 0 or amount >= 0.01 else f"{amount:.6f}"
+
+
+def _calls(stats: dict[str, Any]) -> str:
+    if not stats:
+        return "LLM calls: none"
+    return (
+        f"LLM calls: {stats['requests']:,} requests, {stats['hits']:,} from the cache, "
+        f"{stats['answered']:,} answered, {stats['failed']:,} failed, {stats['retries']:,} "
+        f"retries; {stats['prompt_tokens']:,} + {stats['completion_tokens']:,} tokens; cost "
+        f"{_money(stats['cost'])} {stats['currency']}"
+    )
+
+
+def cmd_generate(args: argparse.Namespace, out: Any) -> int:
+    """Write the dataset folder."""
+    from prefduel.prefdisco.config import load_config
+    from prefduel.prefdisco.errors import ConfigError
+    from prefduel.prefdisco.pipeline import (
+        clients_from_config,
+        default_handlers,
+        generate_dataset,
+        load_task_sources,
+    )
+    from prefduel.prefdisco.taxonomy import load_taxonomy
+
+    config = load_config(args.config)
+    overrides: dict[str, Any] = {
+        name: getattr(args, attr)
+        for name, attr in (
+            ("seed", "seed"),
+            ("personas", "personas"),
+            ("personas_per_task", "per_task"),
+            ("enrich", "enrich"),
+            ("refine_rubrics", "refine_rubrics"),
+            ("model", "model"),
+        )
+        if getattr(args, attr) is not None
+    }
+    if args.tasks:
+        overrides["tasks"] = _task_sources(args.tasks, args.limit)
+    elif args.limit is not None:
+        overrides["tasks"] = tuple(
+            dataclasses.replace(s, limit=args.limit) for s in config.generate.tasks
+        )
+    try:
+        generate = dataclasses.replace(config.generate, **overrides)
+    except (ConfigError, ValueError) as exc:
+        raise ConfigError(f"generate: {exc}") from None
+    config = dataclasses.replace(config, generate=generate, llm=config_from_args(args, config.llm))
+    clients = None
+    if generate.enrich or generate.refine_rubrics:
+        handlers = default_handlers(load_taxonomy(generate.taxonomy), load_task_sources(generate))
+        clients = clients_from_config(config, args.folder, handlers=handlers, groups=("generate",))
+    try:
+        summary = generate_dataset(config, args.folder, clients)
+    finally:
+        if clients is not None:
+            clients.close()
+    out.write(
+        f"wrote {summary.folder}: {summary.personas} personas "
+        f"({summary.sampling['implausible']} implausible and {summary.sampling['too_similar']} "
+        f"too similar candidates rejected), {summary.tasks} tasks, {summary.instances} "
+        f"instances (hidden profiles), {summary.rubrics} rubrics\n"
+    )
+    if generate.enrich:
+        out.write(
+            f"backstories: {summary.backstories} written, {summary.backstory_failures} failed "
+            "validation (recorded)\n"
+        )
+    if generate.refine_rubrics:
+        out.write(
+            f"rubrics refined by {generate.model}: {summary.refined} kept, {summary.rejected} "
+            "rejected by validation (templates kept)\n"
+        )
+    if clients is not None:
+        out.write(_calls(dict(summary.stats)) + "\n")
+    out.write(f"next: prefduel prefdisco run {summary.folder}\n")
+    return 0
+
+
+def _run_config(args: argparse.Namespace, dataset: Any) -> Any:
+    from prefduel.prefdisco.config import load_config
+    from prefduel.prefdisco.errors import ConfigError
+
+    config = load_config(args.config) if args.config else dataset.config
+    overrides = {
+        name: getattr(args, attr)
+        for name, attr in (
+            ("models", "models"),
+            ("conditions", "conditions"),
+            ("max_turns", "max_turns"),
+            ("router", "router"),
+            ("judge_model", "judge_model"),
+        )
+        if getattr(args, attr) is not None
+    }
+    try:
+        run = dataclasses.replace(config.run, **overrides)
+    except (ConfigError, ValueError) as exc:
+        raise ConfigError(f"run: {exc}") from None
+    return dataclasses.replace(config, run=run, llm=config_from_args(args, config.llm))
+
+
+def cmd_run(args: argparse.Namespace, out: Any) -> int:
+    """Run and score every episode; print counts and costs."""
+    from tqdm import tqdm
+
+    from prefduel.prefdisco.pipeline import (
+        clients_from_config,
+        default_handlers,
+        estimate_run,
+        load_dataset,
+        run_study,
+    )
+
+    dataset = load_dataset(args.folder)
+    config = _run_config(args, dataset)
+    folder = Path(args.out or args.folder)
+    if args.dry_run:
+        estimate = estimate_run(dataset, config, folder)
+        out.write(
+            f"{estimate['episodes']} episodes, {estimate['to_run']} to run "
+            f"({estimate['scored']} already scored); at most {estimate['max_calls']:,} calls; "
+            f"estimated cost if none are cached: {_money(estimate['cost'])} "
+            f"{estimate['currency']}"
+            + (f" (no price for {', '.join(estimate['unpriced'])})" if estimate["unpriced"] else "")
+            + "\n"
+        )
+        return 0
+    handlers = default_handlers(dataset.taxonomy, list(dataset.tasks.values()))
+    groups = ("model", "judge", "user") if config.run.router == "llm" else ("model", "judge")
+    clients = clients_from_config(config, folder, handlers=handlers, groups=groups)
+    bar = tqdm(
+        total=0,
+        unit="episode",
+        desc="prefdisco",
+        file=sys.stderr,
+        disable=args.no_progress,
+        dynamic_ncols=True,
+    )
+
+    def progress(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+        stats = clients.stats()
+        bar.set_postfix(cost=_money(stats["cost"]), calls=stats["answered"], refresh=False)
+
+    try:
+        summary = run_study(dataset, config.run, clients, folder, progress=progress)
+    finally:
+        bar.close()
+        clients.close()
+    out.write(
+        f"{summary.folder}: {summary.episodes} episodes ({summary.reused} already scored, "
+        f"{summary.ran} run now, {len(summary.failed)} failed); {summary.missing_scores} "
+        "judgements missing (recorded, not filled in)\n"
+    )
+    out.write(_calls(dict(summary.stats)) + "\n")
+    if summary.failed:
+        for episode, error in summary.failed[:5]:
+            out.write(f"  failed: {episode}: {error}\n")
+        out.write(
+            "re-run the same command to retry the failed episodes (paid answers are cached)\n"
+        )
+        return 1
+    out.write(f"next: prefduel prefdisco report {summary.folder}\n")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, out: Any) -> int:
+    """Write report.md, report.html and report.json."""
+    from prefduel.prefdisco.config import ReportConfig, config_from_json, load_config
+    from prefduel.prefdisco.errors import ConfigError
+    from prefduel.prefdisco.report import build_report, load_run, write_report
+    from prefduel.prefdisco.store import read_json
+
+    folder = Path(args.folder)
+    rows, run = load_run(folder)
+    if args.config:
+        base = load_config(args.config).report
+    elif (folder / "manifest.json").exists():
+        manifest = read_json(folder / "manifest.json", what="dataset manifest")
+        base = config_from_json(manifest.get("config") or {}).report
+    else:
+        base = ReportConfig()
+    overrides = {
+        name: getattr(args, name)
+        for name in ("bootstrap", "min_gap")
+        if getattr(args, name) is not None
+    }
+    try:
+        settings = dataclasses.replace(base, **overrides)
+    except (ConfigError, ValueError) as exc:
+        raise ConfigError(f"report: {exc}") from None
+    report = build_report(rows, settings, run=run)
+    paths = write_report(report, args.out or folder / "report")
+    for m in report["models"]:
+        na = m["norm_align"]
+        value = "undefined" if na["norm_align"] is None else f"{na['norm_align']:.1f}"
+        interval = f" [{na['lo']:.1f}, {na['hi']:.1f}]" if na["lo"] is not None else ""
+        conds = ", ".join(
+            f"{c['condition']} {c['pref_align']:.2f}"
+            for c in m["conditions"]
+            if c["pref_align"] is not None
+        )
+        out.write(f"{m['model']}: PrefAlign {conds}; NormAlign {value}{interval}\n")
+    out.write(f"wrote {paths['md']}, {paths['html']} and {paths['json']}\n")
+    return 0

@@ -1,0 +1,105 @@
+"""Data generation: build TutorDuel worlds from LLM calls (``prefduel datagen``).
+
+The paper's data came from LLM calls: generated questions, six persona answers per question, a
+rater that scores all six personas in one call, and a role-playing judge that picks A or B for
+every persona pair in both display orders and both label assignments, several samples each.
+This package runs that pipeline for your own personas, topics, cues and students, against any
+OpenAI-compatible endpoint or offline with the scripted backend, and writes a stored World that
+the runner loads by path::
+
+    from prefduel.datagen import estimate, generate, load_config
+
+    config = load_config("examples/small.yaml")
+    print(estimate(config).format())          # dry run: calls, tokens, cost per stage
+    result = generate(config)                 # cached, resumable; progress bars on stderr
+    print(result.summary())                   # then: prefduel run --worlds worlds/small
+
+Modules:
+
+* :mod:`~prefduel.datagen.config`: :class:`DatagenConfig` and its typed entries,
+  :func:`load_config` (errors name the file and the field).
+* :mod:`~prefduel.datagen.prompts`: prompt templates, placeholders, answer parsers.
+* :mod:`~prefduel.datagen.calls`: the question bank and the requests of every stage.
+* :mod:`~prefduel.datagen.scripted`: :class:`ScriptedWorld`, the offline backend's roles
+  (its judge follows TutorSim's latent preferences).
+* :mod:`~prefduel.datagen.aggregate`: picks -> P -> U (TutorSim's shared functions),
+  rater scores -> g, arrivals layout, World assembly.
+* :mod:`~prefduel.datagen.pipeline`: :func:`estimate` (dry run), :func:`generate`.
+"""
+
+from __future__ import annotations
+
+from prefduel.datagen.aggregate import (
+    assemble_world,
+    layout,
+    pick_diagnostics,
+    probabilities_and_utilities,
+    rater_features,
+    tally,
+)
+from prefduel.datagen.calls import (
+    QuestionSpec,
+    RequestBuilder,
+    question_bank,
+    scripted_model_name,
+)
+from prefduel.datagen.config import (
+    DatagenConfig,
+    DatagenConfigError,
+    DatagenError,
+    config_from_mapping,
+    load_config,
+)
+from prefduel.datagen.pipeline import (
+    STAGES,
+    DatagenPlan,
+    DatagenResult,
+    StageEstimate,
+    StageReport,
+    estimate,
+    generate,
+    make_datagen_client,
+)
+from prefduel.datagen.prompts import (
+    TemplateParser,
+    Templates,
+    parse_answer,
+    parse_pick,
+    parse_question,
+    parse_scores,
+)
+from prefduel.datagen.scripted import ScriptedWorld, scripted_handlers
+
+__all__ = [
+    "STAGES",
+    "DatagenConfig",
+    "DatagenConfigError",
+    "DatagenError",
+    "DatagenPlan",
+    "DatagenResult",
+    "QuestionSpec",
+    "RequestBuilder",
+    "ScriptedWorld",
+    "StageEstimate",
+    "StageReport",
+    "TemplateParser",
+    "Templates",
+    "assemble_world",
+    "config_from_mapping",
+    "estimate",
+    "generate",
+    "layout",
+    "load_config",
+    "make_datagen_client",
+    "parse_answer",
+    "parse_pick",
+    "parse_question",
+    "parse_scores",
+    "pick_diagnostics",
+    "probabilities_and_utilities",
+    "question_bank",
+    "rater_features",
+    "scripted_handlers",
+    "scripted_model_name",
+    "tally",
+]

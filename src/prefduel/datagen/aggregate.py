@@ -1,0 +1,203 @@
+"""From judge picks and rater scores to a stored World (pure functions).
+
+* :func:`tally`: picks ``(I, Q, 15, 4, samples)`` -> wins and valid counts per configuration.
+* :func:`judge_probabilities` (TutorSim's, reused): smoothed log-odds averaged over display
+  orders and label assignments -> click probabilities ``P (I, Q, K, K)``.
+* :func:`bt_utilities` (TutorSim's, reused): per-(student, question) ridge Bradley-Terry fit
+  -> utilities ``U (I, Q, K)`` on a common scale of ``bt_scale`` logits.
+* :func:`rater_features`: rater scores centered over personas, divided by one standard
+  deviation over the whole bank (as TutorSim's g) -> ``g (Q, K)``.
+* :func:`layout`: arrivals (seeded, balanced students; S distinct questions each, drawn
+  uniformly without replacement; uniform click draws).
+* :func:`assemble_world`: ``Phi[n, s] = [e_p, g(p, q)]``, ``U``, ``P`` and ``u`` of every
+  arrival and round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from prefduel.core.rng import stream
+from prefduel.worlds.tutorsim import JUDGE_CONFIGS, bt_utilities, judge_probabilities
+from prefduel.worlds.world import World
+
+#: ``picks`` value of a pick that is missing (malformed answer, or not asked).
+NO_PICK = -1
+
+
+def tally(picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Wins of the lower-index persona and valid picks per configuration.
+
+    Args:
+        picks: ``(..., C, samples)`` int array: 1 when the lower-index persona ``a`` of the
+            pair won, 0 when ``b`` won, :data:`NO_PICK` when there is no valid pick.
+
+    Returns:
+        ``(wins, total)``, each ``(..., C)`` int64.
+    """
+    picks = np.asarray(picks)
+    return (picks == 1).sum(axis=-1), (picks >= 0).sum(axis=-1)
+
+
+def probabilities_and_utilities(
+    picks: np.ndarray, k: int, *, ridge: float, scale: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Click probabilities and utilities from judge picks.
+
+    Args:
+        picks: ``(I, Q, k(k-1)/2, 4, samples)`` picks (see :func:`tally`), configurations in
+            :data:`~prefduel.worlds.tutorsim.JUDGE_CONFIGS` order.
+        k: Personas.
+        ridge: Ridge of the Bradley-Terry fit.
+        scale: Logits spanning U in [0, 1].
+
+    Returns:
+        ``P (I, Q, k, k)`` and ``U (I, Q, k)``.
+    """
+    wins, total = tally(picks)
+    prob = judge_probabilities(wins, total, k)
+    return prob, bt_utilities(prob, ridge=ridge, scale=scale)
+
+
+def rater_features(scores: np.ndarray) -> np.ndarray:
+    """The feature g from rater scores.
+
+    Args:
+        scores: ``(Q, K)`` scores; a row of NaN marks a question without usable scores.
+
+    Returns:
+        ``(Q, K)``: scores centered over personas per question and divided by the standard
+        deviation of all centered scores of the bank (unit s.d.); 0 for rows without scores
+        and when every score is equal.
+    """
+    scores = np.asarray(scores, dtype=float)
+    valid = np.all(np.isfinite(scores), axis=1)
+    g = np.zeros_like(scores)
+    if valid.any():
+        centered = scores[valid] - scores[valid].mean(axis=1, keepdims=True)
+        sd = centered.std()
+        g[valid] = centered / sd if sd > 0 else 0.0
+    return g
+
+
+def layout(
+    n_students: int, n_questions: int, arrivals: int, rounds: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Arrivals of a generated world.
+
+    Students are assigned in a random order that uses each ``floor`` or ``ceil(N / I)`` times;
+    each arrival gets ``rounds`` distinct questions drawn uniformly without replacement, in
+    random order; the click draws are uniform. Streams: ``stream(seed, "datagen", "layout")``
+    and ``stream(seed, "datagen", "clicks")``.
+
+    Returns:
+        ``student_index (N,)``, ``question_index (N, S)`` (int64) and ``u (N, S)``.
+    """
+    if rounds > n_questions:
+        raise ValueError(f"rounds: expected at most {n_questions} questions, got {rounds}")
+    rng = stream(seed, "datagen", "layout")
+    student_index = rng.permutation(np.resize(np.arange(n_students), arrivals)).astype(np.int64)
+    question_index = np.stack(
+        [rng.choice(n_questions, size=rounds, replace=False) for _ in range(arrivals)]
+    ).astype(np.int64)
+    uniforms = stream(seed, "datagen", "clicks").random((arrivals, rounds))
+    return student_index, question_index, uniforms
+
+
+def assemble_world(
+    *,
+    name: str,
+    seed: int,
+    prob: np.ndarray,
+    utility: np.ndarray,
+    g: np.ndarray,
+    student_index: np.ndarray,
+    question_index: np.ndarray,
+    uniforms: np.ndarray,
+    students: Sequence[dict[str, Any]],
+    questions: Sequence[dict[str, Any]],
+    personas: Sequence[dict[str, Any]],
+    info: dict[str, Any],
+) -> World:
+    """The world of the judged cells laid out into arrivals.
+
+    Args:
+        name: World (roster) name.
+        seed: Layout seed.
+        prob: ``(I, Q, K, K)`` click probabilities per (student, question).
+        utility: ``(I, Q, K)`` utilities.
+        g: ``(Q, K)`` rater feature.
+        student_index: ``(N,)`` student of each arrival.
+        question_index: ``(N, S)`` question of each round.
+        uniforms: ``(N, S)`` click draws.
+        students: I student records.
+        questions: Q question records.
+        personas: K persona records.
+        info: Free-form metadata.
+
+    Returns:
+        A validated World with ``Phi (N, S, K, K + 1)``.
+    """
+    n, s = question_index.shape
+    k = utility.shape[-1]
+    rows = student_index[:, None]
+    phi = np.concatenate(
+        [np.broadcast_to(np.eye(k), (n, s, k, k)), g[question_index][..., None]], axis=-1
+    )
+    world = World(
+        roster=name,
+        seed=int(seed),
+        Phi=np.ascontiguousarray(phi),
+        U=np.ascontiguousarray(utility[rows, question_index]),
+        P=np.ascontiguousarray(prob[rows, question_index]),
+        u=uniforms,
+        student_index=student_index,
+        question_index=question_index,
+        students=list(students),
+        questions=list(questions),
+        personas=list(personas),
+        info=info,
+    )
+    world.validate(where=f"generated world {name!r}")
+    return world
+
+
+def pick_diagnostics(picks: np.ndarray) -> dict[str, float]:
+    """How the judge behaved: position and label biases, indifference.
+
+    Args:
+        picks: ``(I, Q, pairs, 4, samples)`` picks (see :func:`tally`).
+
+    Returns:
+        ``valid``, ``missing``, ``first_shown_won`` (share of valid picks that chose the
+        answer displayed first; 0.5 = no position bias) and ``label_a_chosen`` (share that
+        chose label A).
+    """
+    picks = np.asarray(picks)
+    a_first = np.array([c[0] for c in JUDGE_CONFIGS])[:, None]
+    a_label_a = np.array([c[1] for c in JUDGE_CONFIGS])[:, None]
+    valid = picks >= 0
+    a_won = picks == 1
+    first_won = np.where(a_first, a_won, ~a_won) & valid
+    label_a = np.where(a_label_a, a_won, ~a_won) & valid
+    n_valid = int(valid.sum())
+    return {
+        "valid": n_valid,
+        "missing": int((~valid).sum()),
+        "first_shown_won": float(first_won.sum() / n_valid) if n_valid else float("nan"),
+        "label_a_chosen": float(label_a.sum() / n_valid) if n_valid else float("nan"),
+    }
+
+
+__all__ = [
+    "NO_PICK",
+    "assemble_world",
+    "layout",
+    "pick_diagnostics",
+    "probabilities_and_utilities",
+    "rater_features",
+    "tally",
+]

@@ -1,0 +1,138 @@
+"""The LLM layer: call any OpenAI-compatible endpoint with cache, concurrency, retries, costs.
+
+Build frozen, hashable :class:`LLMRequest` objects (their SHA-256 :attr:`~LLMRequest.key` over
+a canonical JSON form, sample index included, is the cache key), pick a backend, and let an
+:class:`LLMClient` answer them::
+
+    from prefduel.llm import LLMClient, LLMRequest, OpenAIBackend, ScriptedBackend
+
+    requests = [LLMRequest.chat("gpt-4o-mini", prompt, role="judge", sample=s, temperature=1.0)
+                for prompt in prompts for s in range(4)]
+    backend = OpenAIBackend(base_url="http://localhost:8000/v1", api_key_env="MY_KEY")
+    # backend = ScriptedBackend(handlers={"judge": my_judge})   # offline, deterministic
+    with LLMClient(backend, cache="llm-cache.sqlite", call_log="calls.jsonl",
+                   max_connections=32) as client:
+        responses = client.run(requests)       # async: await client.complete_many(requests)
+    texts = [r.text for r in responses if r.ok]  # failures are recorded; re-run to retry them
+
+Modules:
+
+* :mod:`~prefduel.llm.request`: :class:`LLMRequest`, :class:`LLMResponse`,
+  :class:`Params`, :class:`Message`, :class:`Usage`; protocols :class:`Completer`, :class:`Backend`.
+* :mod:`~prefduel.llm.client`: :class:`LLMClient` (cache, semaphore, retries, budget,
+  call log), :func:`estimate_cost` (dry runs), :func:`run_sync`.
+* :mod:`~prefduel.llm.openai_backend`: :class:`OpenAIBackend` (``openai`` SDK v3; needs
+  ``pip install "prefduel[llm]"``; imported lazily).
+* :mod:`~prefduel.llm.scripted`: :class:`ScriptedBackend`, :func:`request_rng`.
+* :mod:`~prefduel.llm.cache`: :class:`ResponseCache` (SQLite, WAL, multi-process).
+* :mod:`~prefduel.llm.retry`: :class:`RetryPolicy`.
+* :mod:`~prefduel.llm.prices`: :class:`PriceTable`, :func:`load_prices`.
+* :mod:`~prefduel.llm.calllog`: :class:`CallLog` (JSONL).
+* :mod:`~prefduel.llm.config`: :class:`LLMConfig` (YAML section / CLI flags),
+  :func:`add_llm_arguments`, :func:`config_from_args`, :func:`make_client`.
+* :mod:`~prefduel.llm.testserver`: :class:`OpenAITestServer` with fault injection.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from prefduel.llm.cache import CacheStats, ResponseCache, default_cache_path
+from prefduel.llm.calllog import CallLog, read_call_log
+from prefduel.llm.client import (
+    ClientStats,
+    CostEstimate,
+    LLMClient,
+    estimate_cost,
+    run_sync,
+)
+from prefduel.llm.config import (
+    LLMConfig,
+    add_llm_arguments,
+    config_from_args,
+    make_backend,
+    make_client,
+)
+from prefduel.llm.errors import (
+    CacheError,
+    LLMCallError,
+    LLMConfigError,
+    LLMError,
+    PriceTableError,
+    RequestError,
+)
+from prefduel.llm.prices import (
+    ModelPrice,
+    PriceTable,
+    UnknownModelPriceWarning,
+    default_prices,
+    estimate_tokens,
+    load_prices,
+)
+from prefduel.llm.request import (
+    Backend,
+    Completer,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    Params,
+    Usage,
+)
+from prefduel.llm.retry import RetryPolicy
+from prefduel.llm.scripted import DEFAULT_HANDLERS, Handler, ScriptedBackend, request_rng
+
+if TYPE_CHECKING:
+    from prefduel.llm.openai_backend import OpenAIBackend
+
+
+def __getattr__(name: str) -> Any:
+    """``OpenAIBackend`` is imported on first use (it needs the ``llm`` extra)."""
+    if name == "OpenAIBackend":
+        from prefduel.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend
+    raise AttributeError(f"module 'prefduel.llm' has no attribute {name!r}")
+
+
+__all__ = [
+    "DEFAULT_HANDLERS",
+    "Backend",
+    "CacheError",
+    "CacheStats",
+    "CallLog",
+    "ClientStats",
+    "Completer",
+    "CostEstimate",
+    "Handler",
+    "LLMCallError",
+    "LLMClient",
+    "LLMConfig",
+    "LLMConfigError",
+    "LLMError",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "ModelPrice",
+    "OpenAIBackend",
+    "Params",
+    "PriceTable",
+    "PriceTableError",
+    "RequestError",
+    "ResponseCache",
+    "RetryPolicy",
+    "ScriptedBackend",
+    "UnknownModelPriceWarning",
+    "Usage",
+    "add_llm_arguments",
+    "config_from_args",
+    "default_cache_path",
+    "default_prices",
+    "estimate_cost",
+    "estimate_tokens",
+    "load_prices",
+    "make_backend",
+    "make_client",
+    "read_call_log",
+    "request_rng",
+    "run_sync",
+]

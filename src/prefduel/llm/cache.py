@@ -1,0 +1,400 @@
+"""Persistent SQLite cache of answers, keyed on ``(namespace, request key)``.
+
+One row per answered request: answer text, finish reason, the model the endpoint reported,
+prompt and completion tokens, latency, time; plus the request's role, model and sample index
+(for statistics and ``clear`` filters). Failures are never stored, so re-running a batch sends
+exactly the calls that have no answer yet.
+
+Concurrency: the database is in WAL mode (readers never block the writer) with
+``synchronous=NORMAL`` (a committed answer survives a killed process) and a busy timeout, so
+several processes can fill one cache at once; each answer is one transaction and
+``INSERT OR IGNORE`` keeps the first answer of a key, so no key is ever stored twice. One
+:class:`ResponseCache` object may be shared by the tasks and threads of one process (a lock
+serializes its connection).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefduel.llm.errors import CacheError
+from prefduel.llm.prices import PriceTable
+from prefduel.llm.request import LLMRequest, LLMResponse, Usage
+
+#: Environment variable overriding :func:`default_cache_path`.
+CACHE_ENV = "PREFDUEL_LLM_CACHE"
+SCHEMA_VERSION = "1"
+#: Namespaces whose answers were never billed (their hypothetical cost is 0).
+UNBILLED_NAMESPACES = frozenset({"scripted"})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    role TEXT NOT NULL,
+    model TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    response_model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    finish_reason TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    latency REAL NOT NULL,
+    created REAL NOT NULL,
+    request TEXT,
+    PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('schema', '1');
+"""
+_COLUMNS = "response_model, text, finish_reason, prompt_tokens, completion_tokens, created"
+_CHUNK = 500  # keys per IN (...) query
+
+
+def default_cache_path() -> Path:
+    """``$PREFDUEL_LLM_CACHE`` if set, else ``.prefduel/llm-cache.sqlite``."""
+    return Path(os.environ.get(CACHE_ENV) or Path(".prefduel") / "llm-cache.sqlite")
+
+
+@dataclass(frozen=True)
+class CacheGroup:
+    """Cached answers of one (namespace, model, role)."""
+
+    namespace: str
+    model: str
+    role: str
+    entries: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What a cache holds (see :meth:`ResponseCache.stats`).
+
+    Attributes:
+        path: The database file.
+        entries: Cached answers.
+        prompt_tokens: Sum of prompt tokens over entries.
+        completion_tokens: Sum of completion tokens over entries.
+        cost: What the cached answers would cost at the table's prices (hypothetical: they
+            were paid once, and hits cost nothing).
+        currency: The price table's currency.
+        size_bytes: Bytes on disk (database plus its WAL and shared-memory files).
+        oldest: Unix time of the oldest entry (None when empty).
+        newest: Unix time of the newest entry.
+        groups: Per (namespace, model, role) breakdown, largest first.
+        unpriced_models: Models without a price (counted at 0).
+    """
+
+    path: str
+    entries: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    currency: str
+    size_bytes: int
+    oldest: float | None
+    newest: float | None
+    groups: tuple[CacheGroup, ...] = field(default=())
+    unpriced_models: tuple[str, ...] = field(default=())
+
+    def by(self, column: str) -> list[CacheGroup]:
+        """Groups summed over everything but ``column`` (``"model"``, ``"role"`` or
+        ``"namespace"``), largest first."""
+        if column not in ("model", "role", "namespace"):
+            raise ValueError(f"expected model, role or namespace, got {column!r}")
+        sums: dict[str, list[float]] = {}
+        for g in self.groups:
+            s = sums.setdefault(getattr(g, column), [0, 0, 0, 0.0])
+            s[0] += g.entries
+            s[1] += g.prompt_tokens
+            s[2] += g.completion_tokens
+            s[3] += g.cost
+        rows = [
+            CacheGroup(
+                namespace=name if column == "namespace" else "*",
+                model=name if column == "model" else "*",
+                role=name if column == "role" else "*",
+                entries=int(s[0]),
+                prompt_tokens=int(s[1]),
+                completion_tokens=int(s[2]),
+                cost=float(s[3]),
+            )
+            for name, s in sums.items()
+        ]
+        return sorted(rows, key=lambda g: (-g.entries, getattr(g, column)))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready ``dict``."""
+        data = asdict(self)
+        data["groups"] = [asdict(g) for g in self.groups]
+        data["unpriced_models"] = list(self.unpriced_models)
+        return data
+
+
+def _file_size(path: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            total += os.path.getsize(f"{path}{suffix}")
+        except OSError:
+            pass
+    return total
+
+
+class ResponseCache:
+    """The answer cache in one SQLite file.
+
+    Args:
+        path: The database file (created with its folder unless ``create`` is False).
+        create: Create the file when missing; False raises :class:`CacheError` instead.
+        timeout: Seconds to wait for another process's write lock before failing.
+        store_requests: Also store each request's canonical JSON (for audits; more disk).
+
+    Raises:
+        CacheError: The file cannot be opened, is not a prefduel cache, or is missing
+            and ``create`` is False.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        timeout: float = 60.0,
+        store_requests: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.store_requests = store_requests
+        self._lock = threading.RLock()
+        if not self.path.exists():
+            if not create:
+                raise CacheError(f"cache file {self.path} does not exist")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise CacheError(
+                    f"cannot create the cache folder {self.path.parent}: {exc.strerror or exc}"
+                ) from None
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._set_wal()
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise CacheError(f"cannot open the cache {self.path}: {exc}") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise CacheError(
+                f"cache {self.path} has schema {row[0] if row else None!r}; this prefduel "
+                f"reads schema {SCHEMA_VERSION!r}"
+            )
+
+    def _set_wal(self) -> None:
+        """Switch to WAL; retried because the switch can fail while another process opens."""
+        for attempt in range(50):
+            try:
+                mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            except sqlite3.OperationalError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.05)
+                continue
+            if mode.lower() == "wal":
+                return
+            time.sleep(0.05)
+        raise CacheError(f"cannot switch the cache {self.path} to WAL mode")
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.path)!r})"
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    def _execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, args)
+        except sqlite3.DatabaseError as exc:
+            raise CacheError(f"cache {self.path}: {exc}") from None
+
+    def get(self, request: LLMRequest, namespace: str) -> LLMResponse | None:
+        """The cached answer to ``request`` as a hit (``cached=True``, cost 0), or None."""
+        with self._lock:
+            row = self._execute(
+                f"SELECT {_COLUMNS} FROM responses WHERE namespace = ? AND key = ?",
+                (namespace, request.key),
+            ).fetchone()
+        if row is None:
+            return None
+        model, text, finish, prompt, completion, created = row
+        return LLMResponse(
+            request=request,
+            text=text,
+            model=model,
+            finish_reason=finish,
+            usage=Usage(prompt, completion),
+            cached=True,
+            created=created,
+        )
+
+    def put(self, response: LLMResponse, namespace: str) -> bool:
+        """Store an ``ok`` answer; the first answer of a key wins.
+
+        Returns:
+            True if stored, False if the key was already cached (by any process).
+
+        Raises:
+            ValueError: ``response`` is a failure (failures are never cached).
+        """
+        if not response.ok or response.text is None:
+            raise ValueError(f"only answers are cached; got a failure for {response.key[:12]}")
+        req = response.request
+        with self._lock:
+            cursor = self._execute(
+                "INSERT OR IGNORE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    namespace,
+                    req.key,
+                    req.role,
+                    req.model,
+                    req.sample,
+                    response.model or req.model,
+                    response.text,
+                    response.finish_reason,
+                    response.usage.prompt_tokens,
+                    response.usage.completion_tokens,
+                    response.latency,
+                    response.created or time.time(),
+                    req.canonical if self.store_requests else None,
+                ),
+            )
+            return cursor.rowcount == 1
+
+    def cached_keys(self, keys: Iterable[str], namespace: str) -> set[str]:
+        """Which of ``keys`` have an answer (batched; for dry runs and progress)."""
+        keys = list(keys)
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                found.update(
+                    k
+                    for (k,) in self._execute(
+                        f"SELECT key FROM responses WHERE namespace = ? AND key IN ({marks})",
+                        (namespace, *chunk),
+                    )
+                )
+        return found
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def keys(self, namespace: str | None = None) -> Iterator[str]:
+        """Every cached key (of one namespace, or all)."""
+        with self._lock:
+            if namespace is None:
+                rows = self._execute("SELECT key FROM responses").fetchall()
+            else:
+                rows = self._execute(
+                    "SELECT key FROM responses WHERE namespace = ?", (namespace,)
+                ).fetchall()
+        return (k for (k,) in rows)
+
+    @staticmethod
+    def _where(role: str | None, model: str | None, namespace: str | None) -> tuple[str, list]:
+        clauses, args = [], []
+        if role is not None:
+            clauses.append("role = ?")
+            args.append(role)
+        if model is not None:
+            clauses.append("model GLOB ?")
+            args.append(model)
+        if namespace is not None:
+            clauses.append("namespace = ?")
+            args.append(namespace)
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+    def count(
+        self, *, role: str | None = None, model: str | None = None, namespace: str | None = None
+    ) -> int:
+        """Entries matching the filters (``model`` may be a glob pattern such as ``gpt-4o*``)."""
+        where, args = self._where(role, model, namespace)
+        with self._lock:
+            return int(self._execute(f"SELECT COUNT(*) FROM responses{where}", args).fetchone()[0])
+
+    def clear(
+        self, *, role: str | None = None, model: str | None = None, namespace: str | None = None
+    ) -> int:
+        """Delete the entries matching the filters (all without filters); return how many.
+
+        The file shrinks when nothing else has it open (checkpoint and ``VACUUM``).
+        """
+        where, args = self._where(role, model, namespace)
+        with self._lock:
+            deleted = self._execute(f"DELETE FROM responses{where}", args).rowcount
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._db.execute("VACUUM")
+            except sqlite3.OperationalError:
+                pass  # another process has it open: space is reused, not returned
+        return int(deleted)
+
+    def stats(self, prices: PriceTable | None = None) -> CacheStats:
+        """Entries, tokens and hypothetical cost, per (namespace, model, role).
+
+        Args:
+            prices: Price table for the hypothetical cost (None: cost 0).
+        """
+        with self._lock:
+            rows = self._execute(
+                "SELECT namespace, model, role, COUNT(*), SUM(prompt_tokens), "
+                "SUM(completion_tokens) FROM responses GROUP BY namespace, model, role"
+            ).fetchall()
+            oldest, newest = self._execute(
+                "SELECT MIN(created), MAX(created) FROM responses"
+            ).fetchone()
+        groups, unpriced = [], set()
+        for namespace, model, role, n, prompt, completion in rows:
+            cost = 0.0
+            if prices is not None and namespace not in UNBILLED_NAMESPACES:
+                if prices.known(model):
+                    cost = prices.cost(model, prompt, completion)
+                else:
+                    unpriced.add(model)
+            groups.append(CacheGroup(namespace, model, role, n, prompt, completion, cost))
+        groups.sort(key=lambda g: (-g.entries, g.namespace, g.model, g.role))
+        return CacheStats(
+            path=str(self.path),
+            entries=sum(g.entries for g in groups),
+            prompt_tokens=sum(g.prompt_tokens for g in groups),
+            completion_tokens=sum(g.completion_tokens for g in groups),
+            cost=sum(g.cost for g in groups),
+            currency=prices.currency if prices is not None else "USD",
+            size_bytes=_file_size(self.path),
+            oldest=oldest,
+            newest=newest,
+            groups=tuple(groups),
+            unpriced_models=tuple(sorted(unpriced)),
+        )

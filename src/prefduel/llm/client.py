@@ -1,0 +1,565 @@
+"""The client: cache, bounded concurrency, retries, cost accounting and the call log.
+
+:class:`LLMClient` wraps a :class:`~prefduel.llm.request.Backend` and answers requests::
+
+    backend = OpenAIBackend(base_url="http://localhost:8000/v1", api_key_env="MY_KEY")
+    with LLMClient(backend, cache="run/llm-cache.sqlite", call_log="run/calls.jsonl",
+                   max_connections=32) as client:
+        responses = client.run(requests)            # sync; or: await client.complete_many(...)
+    failed = [r for r in responses if not r.ok]     # recorded, not raised: re-run to retry them
+
+For each request: a cache hit returns at once (cost 0, nothing sent); otherwise the request is
+sent under a semaphore of ``max_connections`` slots (released while backing off), retried per the
+:class:`~prefduel.llm.retry.RetryPolicy`, and the answer is stored in the cache before it is
+returned. A call that exhausts its attempts (or fails permanently) returns a response with
+``ok=False`` and its ``error``; nothing is cached for it, so running the same batch again sends
+exactly the calls without an answer (resume). Identical requests in flight at the same time are
+sent once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from prefduel.llm.cache import ResponseCache
+from prefduel.llm.calllog import CallLog, utc_now
+from prefduel.llm.errors import LLMCallError, RequestError
+from prefduel.llm.prices import PriceTable, estimate_tokens, load_prices
+from prefduel.llm.request import Backend, LLMRequest, LLMResponse
+from prefduel.llm.retry import RetryPolicy
+
+T = TypeVar("T")
+ResultCallback = Callable[[LLMResponse], None]
+
+
+@dataclass
+class ClientStats:
+    """Running totals of one client (snapshot with :meth:`LLMClient.stats`).
+
+    Attributes:
+        requests: Requests answered (hits, answers and failures).
+        hits: Answered from the cache.
+        answered: Answered by the backend.
+        failed: Gave up (after retries, permanent errors, or skipped by the budget cap).
+        attempts: Attempts sent to the backend.
+        retries: Failed attempts that were retried.
+        prompt_tokens: Prompt tokens of the answers received (hits excluded).
+        completion_tokens: Completion tokens of the answers received (hits excluded).
+        cost: Money spent (hits cost nothing).
+        started: ``time.monotonic()`` when the client was made (for calls per second).
+    """
+
+    requests: int = 0
+    hits: int = 0
+    answered: int = 0
+    failed: int = 0
+    attempts: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    started: float = 0.0
+
+    def rate(self, now: float | None = None) -> float:
+        """Requests per second since :attr:`started`."""
+        elapsed = (time.monotonic() if now is None else now) - self.started
+        return self.requests / elapsed if elapsed > 0 else 0.0
+
+
+class _LoopState:
+    """The asyncio objects of one event loop (a client may be used from several loops)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, slots: int) -> None:
+        self.loop = loop
+        self.semaphore = asyncio.Semaphore(slots)
+        self.inflight: dict[str, asyncio.Future[LLMResponse]] = {}
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code.
+
+    Uses ``asyncio.run`` when no event loop runs in this thread; otherwise (Jupyter, or inside
+    async code) runs it in a fresh loop on a worker thread and waits.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class LLMClient:
+    """Answers requests through a backend, with cache, concurrency limit, retries and costs.
+
+    Args:
+        backend: The backend (:class:`~prefduel.llm.openai_backend.OpenAIBackend`,
+            :class:`~prefduel.llm.scripted.ScriptedBackend`, or your own).
+        cache: A :class:`~prefduel.llm.cache.ResponseCache` or a path to one; None
+            disables caching (and resume).
+        max_connections: Attempts in flight at once (an asyncio semaphore).
+        retry: The retry policy (default :class:`~prefduel.llm.retry.RetryPolicy()`).
+        prices: Price table (default :func:`~prefduel.llm.prices.load_prices()`).
+        call_log: A :class:`~prefduel.llm.calllog.CallLog` or a path to one; None: no log.
+        budget: Stop sending new attempts once this much was spent (in the price table's
+            currency); the requests not sent fail with ``error="budget ..."`` and are sent by a
+            later run. In-flight attempts may overshoot by up to ``max_connections`` calls.
+        attempt_timeout: Seconds before an attempt is abandoned as a timeout (None: rely on
+            the backend's own timeout).
+        log_hits: Write a call-log line for each cache hit.
+        sleep: ``await sleep(seconds)`` used for backoff (inject a fake one in tests).
+        clock: Monotonic clock for latencies.
+
+    Raises:
+        ValueError: ``max_connections`` < 1 or ``budget`` < 0.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        cache: ResponseCache | str | os.PathLike[str] | None = None,
+        max_connections: int = 16,
+        retry: RetryPolicy | None = None,
+        prices: PriceTable | None = None,
+        call_log: CallLog | str | os.PathLike[str] | None = None,
+        budget: float | None = None,
+        attempt_timeout: float | None = None,
+        log_hits: bool = True,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if not isinstance(max_connections, int) or max_connections < 1:
+            raise ValueError(f"max_connections: expected an int >= 1, got {max_connections!r}")
+        if budget is not None and not budget >= 0:
+            raise ValueError(f"budget: expected >= 0 or None, got {budget!r}")
+        self.backend = backend
+        self.cache = (
+            cache if cache is None or isinstance(cache, ResponseCache) else (ResponseCache(cache))
+        )
+        self._owns_cache = cache is not None and not isinstance(cache, ResponseCache)
+        self.max_connections = max_connections
+        self.retry = retry or RetryPolicy()
+        self.prices = prices if prices is not None else load_prices()
+        self.call_log = (
+            call_log if call_log is None or isinstance(call_log, CallLog) else CallLog(call_log)
+        )
+        self.budget = budget
+        self.attempt_timeout = attempt_timeout
+        self.log_hits = log_hits
+        self._sleep = sleep
+        self._clock = clock
+        self._stats = ClientStats(started=time.monotonic())
+        self._loop_states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        cache = str(self.cache.path) if self.cache is not None else None
+        return (
+            f"LLMClient(backend={self.backend!r}, cache={cache!r}, "
+            f"max_connections={self.max_connections})"
+        )
+
+    @property
+    def namespace(self) -> str:
+        """The backend's cache namespace."""
+        return self.backend.namespace
+
+    def stats(self) -> ClientStats:
+        """A snapshot of the running totals."""
+        return replace(self._stats)
+
+    # -- async API -------------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer one request (cache, then the backend with retries).
+
+        Never raises for a failed call: the response has ``ok=False`` and ``error``.
+
+        Raises:
+            RequestError: ``request`` is not an :class:`~prefduel.llm.request.LLMRequest`.
+        """
+        if not isinstance(request, LLMRequest):
+            raise RequestError(f"expected an LLMRequest, got {type(request).__name__}")
+        hit = self._lookup(request)
+        if hit is not None:
+            return hit
+        state = self._state()
+        key = request.key
+        while (pending := state.inflight.get(key)) is not None:
+            try:
+                response = await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                if pending.cancelled():
+                    continue  # the sender was cancelled: send it ourselves
+                raise
+            self._stats.requests += 1
+            if response.ok:
+                self._stats.hits += 1
+                return replace(response, request=request, cached=True, cost=0.0, attempts=0)
+            self._stats.failed += 1
+            return replace(response, request=request)
+        future: asyncio.Future[LLMResponse] = state.loop.create_future()
+        state.inflight[key] = future
+        try:
+            response = await self._call(request, state)
+        except BaseException:
+            future.cancel()
+            raise
+        else:
+            future.set_result(response)
+            return response
+        finally:
+            del state.inflight[key]
+
+    async def complete_many(
+        self,
+        requests: Iterable[LLMRequest],
+        *,
+        on_result: ResultCallback | None = None,
+        window: int | None = None,
+    ) -> list[LLMResponse]:
+        """Answer many requests concurrently; responses in request order.
+
+        Args:
+            requests: The requests.
+            on_result: Called with each response as it completes (e.g. to move a progress bar).
+            window: Requests being worked on at once (default ``max(64, 4 * max_connections)``;
+                bounds memory for millions of requests).
+
+        Returns:
+            One response per request, failures included.
+        """
+        items = list(requests)
+        results: list[LLMResponse | None] = [None] * len(items)
+        limit = asyncio.Semaphore(window or max(64, 4 * self.max_connections))
+
+        async def one(index: int, request: LLMRequest) -> None:
+            try:
+                response = await self.complete(request)
+                results[index] = response
+                if on_result is not None:
+                    on_result(response)
+            finally:
+                limit.release()
+
+        async with asyncio.TaskGroup() as group:
+            for index, request in enumerate(items):
+                await limit.acquire()
+                group.create_task(one(index, request))
+        return [r for r in results if r is not None]
+
+    async def aclose(self) -> None:
+        """Release the backend's loop-bound resources, close the call log and an owned cache."""
+        await self.backend.aclose()
+        self._close_files()
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- sync API --------------------------------------------------------------------------
+
+    def complete_sync(self, request: LLMRequest) -> LLMResponse:
+        """:meth:`complete` from synchronous code (use :meth:`run` for batches)."""
+        return run_sync(self._then_release(self.complete(request)))
+
+    def run(
+        self, requests: Iterable[LLMRequest], *, on_result: ResultCallback | None = None
+    ) -> list[LLMResponse]:
+        """:meth:`complete_many` from synchronous code."""
+        return run_sync(self._then_release(self.complete_many(requests, on_result=on_result)))
+
+    def close(self) -> None:
+        """Close the call log and an owned cache (the backend is released after each sync
+        call already)."""
+        self._close_files()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    async def _then_release(self, coro: Awaitable[T]) -> T:
+        try:
+            return await coro
+        finally:
+            await self.backend.aclose()
+
+    def _close_files(self) -> None:
+        if self.call_log is not None:
+            self.call_log.close()
+        if self._owns_cache and self.cache is not None:
+            self.cache.close()
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loop_states.get(loop)
+        if state is None:
+            state = self._loop_states[loop] = _LoopState(loop, self.max_connections)
+        return state
+
+    def _log(self, request: LLMRequest, status: str, **fields: Any) -> None:
+        if self.call_log is None:
+            return
+        self.call_log.write(
+            {
+                "time": utc_now(),
+                "status": status,
+                "role": request.role,
+                "model": request.model,
+                "sample": request.sample,
+                "key": request.key,
+                "namespace": self.namespace,
+                **fields,
+            }
+        )
+
+    def _lookup(self, request: LLMRequest) -> LLMResponse | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(request, self.namespace)
+        if hit is None:
+            return None
+        self._stats.requests += 1
+        self._stats.hits += 1
+        if self.log_hits:
+            self._log(
+                request,
+                "hit",
+                attempt=0,
+                cached=True,
+                prompt_tokens=hit.usage.prompt_tokens,
+                completion_tokens=hit.usage.completion_tokens,
+                cost=0.0,
+                latency=0.0,
+            )
+        return hit
+
+    async def _attempt(self, request: LLMRequest) -> LLMResponse:
+        """One attempt; every failure comes out as an :class:`LLMCallError`."""
+        try:
+            if self.attempt_timeout is None:
+                return await self.backend.complete(request)
+            return await asyncio.wait_for(self.backend.complete(request), self.attempt_timeout)
+        except LLMCallError:
+            raise
+        except TimeoutError:
+            raise LLMCallError(
+                f"no answer within {self.attempt_timeout} s", kind="timeout", retryable=True
+            ) from None
+        except Exception as exc:  # a backend bug must not kill the batch; record it
+            raise LLMCallError(
+                f"backend {type(self.backend).__name__} raised {type(exc).__name__}: {exc}",
+                kind="backend",
+                retryable=False,
+            ) from None
+
+    async def _call(self, request: LLMRequest, state: _LoopState) -> LLMResponse:
+        started = self._clock()
+        attempt = 0
+        while True:
+            async with state.semaphore:
+                # checked once a connection is free, so calls that queued for one see what was
+                # spent meanwhile (at most max_connections calls in flight can pass the cap)
+                over_budget = self.budget is not None and self._stats.cost >= self.budget
+                if not over_budget:
+                    attempt += 1
+                    t0 = self._clock()
+                    self._stats.attempts += 1
+                    try:
+                        answer = await self._attempt(request)
+                    except LLMCallError as exc:
+                        failure = exc
+                    else:
+                        return self._success(
+                            request, answer, attempt, started, self._clock() - t0
+                        )
+            if over_budget:
+                error = (
+                    f"budget of {self.budget:g} {self.prices.currency} reached "
+                    f"({self._stats.cost:.4f} spent); not sent"
+                )
+                self._log(request, "skipped", attempt=attempt, cached=False, error=error)
+                return self._failure(request, error, attempt, started)
+            latency = self._clock() - t0
+            if not failure.retryable or attempt >= self.retry.max_attempts:
+                self._log(
+                    request,
+                    "failed",
+                    attempt=attempt,
+                    cached=False,
+                    http_status=failure.status,
+                    latency=round(latency, 6),
+                    error=str(failure),
+                )
+                why = "" if failure.retryable else " (not retryable)"
+                return self._failure(request, f"{failure}{why}", attempt, started)
+            wait = self.retry.delay(attempt, key=request.key, retry_after=failure.retry_after)
+            self._stats.retries += 1
+            self._log(
+                request,
+                "retry",
+                attempt=attempt,
+                cached=False,
+                http_status=failure.status,
+                latency=round(latency, 6),
+                retry_in=round(wait, 6),
+                error=str(failure),
+            )
+            await self._sleep(wait)
+
+    def _success(
+        self, request: LLMRequest, answer: LLMResponse, attempt: int, started: float, took: float
+    ) -> LLMResponse:
+        usage = answer.usage
+        cost = (
+            self.prices.cost(request.model, usage.prompt_tokens, usage.completion_tokens)
+            if self.backend.billable
+            else 0.0
+        )
+        response = replace(
+            answer,
+            request=request,
+            ok=True,
+            cost=cost,
+            cached=False,
+            attempts=attempt,
+            latency=self._clock() - started,
+            created=answer.created or time.time(),
+            error=None,
+        )
+        s = self._stats
+        s.requests += 1
+        s.answered += 1
+        s.prompt_tokens += usage.prompt_tokens
+        s.completion_tokens += usage.completion_tokens
+        s.cost += cost
+        self._log(
+            request,
+            "ok",
+            attempt=attempt,
+            cached=False,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost=cost,
+            latency=round(took, 6),
+        )
+        # logged first: a crash in between re-sends the call; the log never misses a paid call
+        if self.cache is not None:
+            self.cache.put(response, self.namespace)
+        return response
+
+    def _failure(
+        self, request: LLMRequest, error: str, attempts: int, started: float
+    ) -> LLMResponse:
+        self._stats.requests += 1
+        self._stats.failed += 1
+        return LLMResponse(
+            request=request,
+            text=None,
+            ok=False,
+            attempts=attempts,
+            latency=self._clock() - started,
+            created=time.time(),
+            error=error,
+        )
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """A dry-run estimate (see :func:`estimate_cost`).
+
+    Attributes:
+        calls: Requests.
+        cached: Of which already in the cache (free).
+        prompt_tokens: Estimated prompt tokens of the uncached calls.
+        completion_tokens: Estimated completion tokens of the uncached calls.
+        cost: Estimated cost of the uncached calls.
+        currency: The price table's currency.
+        unpriced_models: Models without a price (counted at 0).
+    """
+
+    calls: int
+    cached: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    currency: str
+    unpriced_models: tuple[str, ...] = ()
+
+    @property
+    def to_send(self) -> int:
+        """Calls that would be sent."""
+        return self.calls - self.cached
+
+
+def estimate_cost(
+    requests: Iterable[LLMRequest],
+    *,
+    prices: PriceTable | None = None,
+    completion_tokens: int | Callable[[LLMRequest], int] | None = None,
+    cache: ResponseCache | None = None,
+    namespace: str = "openai",
+) -> CostEstimate:
+    """Estimate calls, tokens and cost of a batch before sending it (``--dry-run``).
+
+    Prompt tokens are estimated from the text (:func:`~prefduel.llm.prices.estimate_tokens`);
+    completion tokens from ``completion_tokens`` (a number or a function of the request), else
+    the request's ``max_tokens`` / ``max_completion_tokens``, else 256.
+
+    Args:
+        requests: The batch.
+        prices: Price table (default :func:`~prefduel.llm.prices.load_prices()`).
+        completion_tokens: Expected completion tokens per call.
+        cache: If given, cached requests are counted as free.
+        namespace: The cache namespace of the backend that would answer.
+    """
+    items = list(requests)
+    prices = prices if prices is not None else load_prices()
+    cached = cache.cached_keys((r.key for r in items), namespace) if cache is not None else set()
+    prompt = completion = 0
+    cost = 0.0
+    unpriced: set[str] = set()
+    for request in items:
+        if request.key in cached:
+            continue
+        p = sum(estimate_tokens(m.content) for m in request.messages)
+        if callable(completion_tokens):
+            c = completion_tokens(request)
+        elif completion_tokens is not None:
+            c = completion_tokens
+        else:
+            c = request.params.get("max_tokens") or request.params.get("max_completion_tokens")
+            c = int(c) if isinstance(c, int) else 256
+        prompt += p
+        completion += c
+        if prices.known(request.model):
+            cost += prices.cost(request.model, p, c)
+        else:
+            unpriced.add(request.model)
+    return CostEstimate(
+        calls=len(items),
+        cached=sum(1 for r in items if r.key in cached),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost=cost,
+        currency=prices.currency,
+        unpriced_models=tuple(sorted(unpriced)),
+    )
+
+
+__all__ = ["ClientStats", "CostEstimate", "LLMClient", "estimate_cost", "run_sync"]

@@ -1,0 +1,206 @@
+"""One frozen configuration for a client, from YAML, command-line flags, or code.
+
+Commands that call LLMs (``datagen``, ``prefdisco``) share these flags, so they look the same::
+
+    --backend {openai,scripted}  --base-url URL  --api-key-env NAME  --timeout S
+    --max-connections N  --max-attempts N  --cache PATH | --no-cache  --call-log PATH
+    --prices FILE  --budget AMOUNT
+
+Typical use in a command::
+
+    parser = argparse.ArgumentParser(); add_llm_arguments(parser)
+    args = parser.parse_args()
+    config = config_from_args(args, LLMConfig.from_mapping(yaml_section, source="run.yaml"))
+    client = make_client(config, handlers={"judge": tutorsim_judge})   # handlers: scripted only
+
+A flag given on the command line overrides the same key of the YAML section, which overrides the
+defaults below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prefduel.llm.cache import default_cache_path
+from prefduel.llm.calllog import CallLog
+from prefduel.llm.client import LLMClient
+from prefduel.llm.errors import LLMConfigError
+from prefduel.llm.prices import load_prices
+from prefduel.llm.request import Backend
+from prefduel.llm.retry import RetryPolicy
+from prefduel.llm.scripted import Handler, ScriptedBackend
+
+BACKENDS = ("openai", "scripted")
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """How to reach a model and how to call it. JSON-serializable; holds no secret.
+
+    Attributes:
+        backend: ``"openai"`` (any OpenAI-compatible endpoint) or ``"scripted"`` (offline).
+        base_url: Endpoint URL, e.g. ``http://127.0.0.1:8000/v1`` (None: the SDK default).
+        api_key_env: NAME of the environment variable holding the key (None: no key).
+        timeout: Seconds per attempt.
+        max_connections: Attempts in flight at once.
+        max_attempts: Attempts per call, the first included.
+        cache: The cache file (None: :func:`~prefduel.llm.cache.default_cache_path`).
+        use_cache: False disables the cache (and resume).
+        call_log: JSONL call log file (None: no log).
+        prices: A user price file (None: shipped prices, or ``$PREFDUEL_PRICES``).
+        budget: Stop sending once this much was spent (None: no cap).
+    """
+
+    backend: str = "scripted"
+    base_url: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    max_connections: int = 16
+    max_attempts: int = 6
+    cache: str | None = None
+    use_cache: bool = True
+    call_log: str | None = None
+    prices: str | None = None
+    budget: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise LLMConfigError(f"backend: expected one of {BACKENDS}, got {self.backend!r}")
+        for name in ("max_connections", "max_attempts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise LLMConfigError(f"{name}: expected an integer >= 1, got {value!r}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float):
+            raise LLMConfigError(f"timeout: expected seconds, got {self.timeout!r}")
+        if not self.timeout > 0:
+            raise LLMConfigError(f"timeout: expected seconds > 0, got {self.timeout!r}")
+        if self.budget is not None and (
+            isinstance(self.budget, bool)
+            or not isinstance(self.budget, int | float)
+            or self.budget < 0
+        ):
+            raise LLMConfigError(f"budget: expected an amount >= 0, got {self.budget!r}")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any] | None, *, source: str = "config") -> LLMConfig:
+        """A config from a YAML/JSON section (keys as the attributes; missing keys default).
+
+        Raises:
+            LLMConfigError: Unknown keys or bad values, naming ``source``.
+        """
+        data = dict(data or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise LLMConfigError(
+                f"{source}: unknown LLM settings {unknown}; expected {sorted(known)}"
+            )
+        try:
+            return cls(**data)
+        except LLMConfigError as exc:
+            raise LLMConfigError(f"{source}: {exc}") from None
+        except TypeError as exc:
+            raise LLMConfigError(f"{source}: {exc}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready ``dict`` (the API key's variable NAME only, never its value)."""
+        return dataclasses.asdict(self)
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the shared LLM flags to ``parser`` (their defaults are None: "not given")."""
+    group = parser.add_argument_group("LLM endpoint")
+    group.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=None,
+        help="openai (any OpenAI-compatible endpoint) or scripted (offline, deterministic)",
+    )
+    group.add_argument(
+        "--base-url", default=None, metavar="URL", help="e.g. http://127.0.0.1:8000/v1"
+    )
+    group.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="NAME",
+        help="NAME of the environment variable holding the API key (default OPENAI_API_KEY); "
+        "the key itself is never passed on the command line",
+    )
+    group.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="seconds per attempt"
+    )
+    group.add_argument(
+        "--max-connections", type=int, default=None, metavar="N", help="calls in flight at once"
+    )
+    group.add_argument(
+        "--max-attempts", type=int, default=None, metavar="N", help="attempts per call"
+    )
+    group.add_argument("--cache", default=None, metavar="PATH", help="the answer cache file")
+    group.add_argument(
+        "--no-cache", action="store_true", default=None, help="no cache (nothing to resume)"
+    )
+    group.add_argument("--call-log", default=None, metavar="PATH", help="JSONL call log")
+    group.add_argument("--prices", default=None, metavar="FILE", help="a user price file")
+    group.add_argument(
+        "--budget", type=float, default=None, metavar="AMOUNT", help="stop sending past this cost"
+    )
+
+
+def config_from_args(args: argparse.Namespace, base: LLMConfig | None = None) -> LLMConfig:
+    """``base`` (default: the defaults) with every flag given on the command line applied."""
+    base = base or LLMConfig()
+    given = {
+        name: getattr(args, name)
+        for name in (
+            "backend",
+            "base_url",
+            "api_key_env",
+            "timeout",
+            "max_connections",
+            "max_attempts",
+            "cache",
+            "call_log",
+            "prices",
+            "budget",
+        )
+        if getattr(args, name, None) is not None
+    }
+    if getattr(args, "no_cache", None):
+        given["use_cache"] = False
+    return dataclasses.replace(base, **given)
+
+
+def make_backend(config: LLMConfig, *, handlers: Mapping[str, Handler] | None = None) -> Backend:
+    """The backend a config names (``handlers`` are used by the scripted backend only).
+
+    Raises:
+        LLMConfigError: E.g. the API-key variable is not set (for ``openai``).
+    """
+    if config.backend == "scripted":
+        return ScriptedBackend(handlers=handlers)
+    from prefduel.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(
+        config.base_url,
+        api_key_env=config.api_key_env,
+        timeout=config.timeout,
+        pool_size=max(config.max_connections, 16),
+    )
+
+
+def make_client(config: LLMConfig, *, handlers: Mapping[str, Handler] | None = None) -> LLMClient:
+    """An :class:`~prefduel.llm.client.LLMClient` as the config says."""
+    cache = (config.cache or default_cache_path()) if config.use_cache else None
+    return LLMClient(
+        make_backend(config, handlers=handlers),
+        cache=cache,
+        max_connections=config.max_connections,
+        retry=RetryPolicy(max_attempts=config.max_attempts),
+        prices=load_prices(config.prices),
+        call_log=CallLog(config.call_log) if config.call_log else None,
+        budget=config.budget,
+    )

@@ -1,0 +1,291 @@
+"""Backend for any OpenAI-compatible chat-completions endpoint, on the ``openai`` SDK (v3).
+
+Works with OpenAI, vLLM, llama.cpp's server, Ollama, LM Studio, ...: give ``base_url`` (e.g.
+``http://localhost:8000/v1``) and the NAME of the environment variable holding the API key::
+
+    export MY_ENDPOINT_KEY=...            # never on the command line, never in a file we write
+    backend = OpenAIBackend(base_url="https://api.example.com/v1", api_key_env="MY_ENDPOINT_KEY")
+
+The key is read from the environment when the SDK client is built and handed to the SDK only:
+it is not stored on this object, and it never appears in its ``repr``, in error messages (they
+are redacted), in the cache or in the call log.
+
+The SDK's own retries are off (``max_retries=0``): each :meth:`OpenAIBackend.complete` is ONE
+attempt, and :class:`~prefduel.llm.client.LLMClient` applies its retry policy. Failures
+come out as :class:`~prefduel.llm.errors.LLMCallError`:
+
+* HTTP 408, 409, 429 and 5xx: ``kind="http"``, retryable, ``retry_after`` from the
+  ``retry-after-ms`` / ``retry-after`` headers;
+* other HTTP 4xx (400, 401, 403, 404, 422, ...): ``kind="http"``, not retryable;
+* timeout: ``kind="timeout"``, retryable;
+* connection refused, dropped, or a truncated body: ``kind="connection"``, retryable;
+* malformed JSON, no ``choices``, no text: ``kind="malformed"``, retryable;
+* content filter: ``kind="refused"``, not retryable.
+
+Sampling parameters are sent verbatim in the JSON body (``extra_body``), so endpoint-specific
+ones (``top_k``, ``min_p``, ``repetition_penalty``, ...) pass through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import re
+import time
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from prefduel.llm.errors import LLMCallError, LLMConfigError
+from prefduel.llm.request import LLMRequest, LLMResponse, Usage
+from prefduel.llm.retry import is_retryable_status, parse_retry_after
+
+#: Default name of the API-key environment variable.
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+#: Key sent when ``api_key_env=None`` (servers that need no key ignore it).
+NO_KEY = "EMPTY"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRETS = (
+    (re.compile(r"(?i)\b(bearer)\s+[^\s'\",})\]]+"), r"\1 ***"),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-*]{6,}"), "sk-***"),
+)
+_MESSAGE_LIMIT = 300
+
+
+class OpenAIBackend:
+    """One-attempt chat completions against an OpenAI-compatible endpoint.
+
+    Args:
+        base_url: The endpoint, e.g. ``http://127.0.0.1:8000/v1``; None uses the SDK default
+            (``$OPENAI_BASE_URL`` or the OpenAI API).
+        api_key_env: NAME of the environment variable with the API key (default
+            ``OPENAI_API_KEY``); None for endpoints that need no key.
+        timeout: Seconds per attempt (connect, read, write) before it fails as a timeout.
+        pool_size: HTTP connections kept by the SDK's client (keep it >= the client's
+            ``max_connections``).
+        namespace: Cache namespace. Answers from endpoints that serve different weights under
+            the same model name should use different namespaces (or cache files).
+        headers: Extra HTTP headers sent with every request (not logged).
+
+    Raises:
+        LLMConfigError: The ``openai`` package is missing, ``api_key_env`` is not a variable
+            name, or the variable is not set.
+    """
+
+    billable = True
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key_env: str | None = DEFAULT_KEY_ENV,
+        timeout: float = 60.0,
+        pool_size: int = 256,
+        namespace: str = "openai",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if importlib.util.find_spec("openai") is None:
+            raise LLMConfigError(
+                "the OpenAI-compatible backend needs the openai package: pip install "
+                '"prefduel[llm]"'
+            )
+        if api_key_env is not None:
+            if not isinstance(api_key_env, str) or not _ENV_NAME.match(api_key_env):
+                raise LLMConfigError(
+                    "api_key_env: expected the NAME of an environment variable (e.g. "
+                    "OPENAI_API_KEY), got a value that is not a variable name"
+                )
+            if not os.environ.get(api_key_env):
+                raise LLMConfigError(
+                    f"environment variable {api_key_env} (the API key) is not set; export it, "
+                    "or use api_key_env=None for an endpoint that needs no key"
+                )
+        if not timeout > 0:
+            raise LLMConfigError(f"timeout: expected seconds > 0, got {timeout!r}")
+        if not isinstance(pool_size, int) or pool_size < 1:
+            raise LLMConfigError(f"pool_size: expected an int >= 1, got {pool_size!r}")
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.pool_size = pool_size
+        self.namespace = namespace
+        self._headers = dict(headers or {})
+        self._sdks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIBackend(base_url={self.base_url!r}, api_key_env={self.api_key_env!r}, "
+            f"timeout={self.timeout:g}, namespace={self.namespace!r})"
+        )
+
+    # -- secrets ---------------------------------------------------------------------------
+
+    def redact(self, text: str) -> str:
+        """``text`` without the API key, bearer tokens or ``sk-...`` strings."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key and len(key) >= 4:
+            text = text.replace(key, "***")
+        for pattern, replacement in _SECRETS:
+            text = pattern.sub(replacement, text)
+        for value in self._headers.values():
+            if len(value) >= 4:
+                text = text.replace(value, "***")
+        return text
+
+    def _short(self, text: str) -> str:
+        text = " ".join(self.redact(text).split())
+        return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
+
+    # -- the SDK client (one per event loop) -----------------------------------------------
+
+    def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        sdk = self._sdks.get(loop)
+        if sdk is not None:
+            return sdk
+        import httpx2
+        import openai
+
+        if self.api_key_env is None:
+            key = NO_KEY
+        else:
+            key = os.environ.get(self.api_key_env, "")
+            if not key:
+                raise LLMCallError(
+                    f"environment variable {self.api_key_env} (the API key) is not set",
+                    kind="config",
+                    retryable=False,
+                )
+        http = openai.DefaultAsyncHttpxClient(
+            limits=httpx2.Limits(
+                max_connections=self.pool_size, max_keepalive_connections=self.pool_size
+            ),
+            timeout=httpx2.Timeout(self.timeout),
+        )
+        sdk = self._sdks[loop] = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=self.timeout,
+            http_client=http,
+            default_headers=self._headers or None,
+        )
+        return sdk
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running loop (a new one is made on the next call).
+
+        Each event loop gets its own SDK client (its connections belong to that loop).
+        """
+        sdk = self._sdks.pop(asyncio.get_running_loop(), None)
+        if sdk is not None:
+            await sdk.close()
+
+    # -- one attempt -----------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Send ``request`` once.
+
+        Returns:
+            An ``ok`` response with text, reported model, finish reason and token usage.
+
+        Raises:
+            LLMCallError: The attempt failed (see the module docstring for the kinds).
+        """
+        import openai
+
+        client = self._client()
+        body = request.params.to_json()
+        if request.seed is not None:
+            body["seed"] = request.seed
+        try:
+            completion = await client.chat.completions.create(
+                model=request.model,
+                messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                extra_body=body or None,
+            )
+        except openai.APITimeoutError:
+            raise LLMCallError(
+                f"timeout: no answer within {self.timeout:g} s", kind="timeout", retryable=True
+            ) from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+            raise LLMCallError(
+                f"connection error: {self._short(detail)}", kind="connection", retryable=True
+            ) from None
+        except openai.APIResponseValidationError as exc:
+            raise LLMCallError(
+                f"malformed response: {self._short(exc.message)}",
+                kind="malformed",
+                retryable=True,
+            ) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            body = exc.body
+            message = body.get("message") if isinstance(body, dict) else None
+            raise LLMCallError(
+                f"HTTP {status}: {self._short(str(message or exc.message))}",
+                kind="http",
+                status=status,
+                retryable=is_retryable_status(status),
+                retry_after=parse_retry_after(exc.response.headers),
+            ) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise LLMCallError(
+                f"malformed response: not JSON ({self._short(str(exc))})",
+                kind="malformed",
+                retryable=True,
+            ) from None
+        return self._parse(request, completion)
+
+    def _parse(self, request: LLMRequest, completion: Any) -> LLMResponse:
+        if isinstance(completion, str):
+            raise LLMCallError(
+                f"malformed response: expected a JSON chat completion, got text "
+                f"{self._short(completion[:80])!r}",
+                kind="malformed",
+                retryable=True,
+            )
+        try:
+            choice = completion.choices[0]
+            text = choice.message.content
+            finish = choice.finish_reason
+        except (AttributeError, IndexError, KeyError, TypeError):
+            raise LLMCallError(
+                "malformed response: no choices[0].message in the completion",
+                kind="malformed",
+                retryable=True,
+            ) from None
+        if not isinstance(text, str):
+            if finish == "content_filter":
+                raise LLMCallError(
+                    "refused: the endpoint's content filter blocked the answer",
+                    kind="refused",
+                    retryable=False,
+                )
+            raise LLMCallError(
+                f"malformed response: choices[0].message.content is {type(text).__name__} "
+                f"(finish_reason {finish!r})",
+                kind="malformed",
+                retryable=True,
+            )
+        usage = getattr(completion, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", 0) if usage is not None else 0
+        completion_tokens = getattr(usage, "completion_tokens", 0) if usage is not None else 0
+        model = getattr(completion, "model", None)
+        return LLMResponse(
+            request=request,
+            text=text,
+            model=model if isinstance(model, str) and model else request.model,
+            finish_reason=finish if isinstance(finish, str) else None,
+            usage=Usage(
+                prompt if isinstance(prompt, int) else 0,
+                completion_tokens if isinstance(completion_tokens, int) else 0,
+            ),
+            created=time.time(),
+        )

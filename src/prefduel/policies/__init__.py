@@ -1,0 +1,21 @@
+"""Policies: the protocol, the checker, loading by spec, and the built-in policies."""
+
+from prefduel.policies import (  # noqa: F401  (registers policies)
+    baselines,
+    coduel,
+    linear,
+    random_pairs,
+)
+from prefduel.policies.base import Policy, PolicyProtocol, check_policy, validate_pair
+from prefduel.policies.loading import POLICIES, canonical_spec, load_policy, resolve_policy
+
+__all__ = [
+    "POLICIES",
+    "Policy",
+    "PolicyProtocol",
+    "canonical_spec",
+    "check_policy",
+    "load_policy",
+    "resolve_policy",
+    "validate_pair",
+]

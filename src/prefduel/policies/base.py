@@ -1,0 +1,193 @@
+"""The Policy protocol (compatible with the TutorDuel paper's runner) and its helpers.
+
+A policy is any object with these five methods and a ``name``::
+
+    class Policy:
+        name = "policy"
+        def reset(self, rng, context): ...   # once per run; context: K, d, S, N, beta, b
+        def start_student(self): ...         # a new user arrives
+        def select(self, Phi) -> tuple[int, int]:  # Phi: K x d features; two distinct indices
+        def update(self, outcome): ...       # 1 if the FIRST index won the click, else 0
+        def end_student(self): ...           # the user leaves; the session joins the log
+
+The runner never shows a policy utilities, profiles or click probabilities.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from prefduel.core.errors import PolicyError
+
+#: Keys of the ``context`` dict given to :meth:`Policy.reset`.
+CONTEXT_KEYS = ("K", "d", "S", "N", "beta", "b")
+
+
+@runtime_checkable
+class PolicyProtocol(Protocol):
+    """Structural type of a policy (see the module docstring)."""
+
+    name: str
+
+    def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None: ...
+    def start_student(self) -> None: ...
+    def select(self, Phi: np.ndarray) -> tuple[int, int]: ...
+    def update(self, outcome: int) -> None: ...
+    def end_student(self) -> None: ...
+
+
+class Policy:
+    """Convenience base class: stores ``rng`` and ``context`` and does nothing else.
+
+    Subclasses override :meth:`select` and usually :meth:`update`. Constructors only store
+    settings; :meth:`reset` builds all state, so one instance can be run many times.
+    """
+
+    name = "policy"
+
+    def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
+        """Start a run: ``context`` has K (personas), d (features), S (rounds per user),
+        N (arrivals), beta (logits per unit of utility) and b (= S, questions per session)."""
+        self.rng = rng
+        self.context = dict(context)
+        self.K, self.d = int(context["K"]), int(context["d"])
+
+    def start_student(self) -> None:
+        """A new user arrives."""
+
+    def select(self, Phi: np.ndarray) -> tuple[int, int]:
+        """Return two distinct persona indices for features ``Phi`` (K x d)."""
+        raise NotImplementedError(f"{type(self).__name__}.select is not implemented")
+
+    def update(self, outcome: int) -> None:
+        """``outcome`` is 1 if the first index of the last pair won the click, else 0."""
+
+    def end_student(self) -> None:
+        """The user leaves."""
+
+
+def validate_pair(pair: Any, k: int) -> tuple[int, int]:
+    """Check a policy's answer and return it as two Python ints.
+
+    Raises:
+        ValueError: saying what was expected and what arrived.
+    """
+    try:
+        items = tuple(pair)
+    except TypeError:
+        raise ValueError(f"select() must return two persona indices, got {pair!r}") from None
+    if len(items) != 2:
+        raise ValueError(f"select() must return exactly two indices, got {len(items)}: {pair!r}")
+    out = []
+    for item in items:
+        if isinstance(item, bool | np.bool_) or not isinstance(item, numbers.Integral):
+            raise ValueError(
+                f"select() must return integers, got {type(item).__name__} {item!r} in {pair!r}"
+            )
+        if not 0 <= int(item) < k:
+            raise ValueError(f"select() returned index {int(item)} outside 0..{k - 1} in {pair!r}")
+        out.append(int(item))
+    if out[0] == out[1]:
+        raise ValueError(f"select() must return two distinct indices, got {out[0]} twice")
+    return out[0], out[1]
+
+
+def policy_context(n: int, s: int, k: int, d: int) -> dict[str, Any]:
+    """The ``context`` dict the runner gives to :meth:`Policy.reset`."""
+    return {"K": k, "d": d, "S": s, "N": n, "beta": 8.0, "b": s}
+
+
+def check_policy(
+    make_policy: Any,
+    *,
+    n_students: int = 6,
+    rounds: int = 24,
+    k: int = 6,
+    d: int = 7,
+    seed: int = 0,
+) -> None:
+    """Run a policy through the lifecycle contract on a small synthetic problem.
+
+    Checks that the five methods exist, that ``select`` returns two distinct valid indices on
+    every round, that ``update`` accepts both outcomes, and that two runs with the same seed
+    (after ``reset``, on a fresh instance and on the reused one) make identical choices.
+
+    Args:
+        make_policy: A zero-argument callable returning a new policy (or a policy instance,
+            which is then reused for both runs).
+        n_students, rounds, k, d: Size of the synthetic problem.
+        seed: Seed of the problem and of the policy's generator.
+
+    Raises:
+        PolicyError: describing the first violation, with student and round.
+    """
+    from prefduel.core.rng import stream
+
+    def fresh() -> Any:
+        return (
+            make_policy()
+            if isinstance(make_policy, type)
+            or (callable(make_policy) and not hasattr(make_policy, "select"))
+            else make_policy
+        )
+
+    policy = fresh()
+    label = getattr(policy, "name", type(policy).__name__)
+    for method in ("reset", "start_student", "select", "update", "end_student"):
+        if not callable(getattr(policy, method, None)):
+            raise PolicyError(f"policy {label!r} has no callable {method}()")
+
+    data_rng = stream(seed, "check_policy", "data")
+    phis = data_rng.normal(size=(n_students, rounds, k, d))
+    if d == k + 1:  # TutorDuel's layout: persona indicators, then one rater score
+        phis[..., :k] = np.eye(k)
+    theta = data_rng.normal(size=(n_students, d))
+    clicks_u = data_rng.random((n_students, rounds))
+
+    def call(pol: Any, method: str, *args: Any, at: str = "") -> Any:
+        try:
+            return getattr(pol, method)(*args)
+        except Exception as exc:
+            raise PolicyError(
+                f"policy {label!r} raised in {method}(){at}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def run(pol: Any) -> list[tuple[int, int]]:
+        choices = []
+        context = policy_context(n_students, rounds, k, d)
+        call(pol, "reset", stream(seed, "check_policy", "policy"), context)
+        for n in range(n_students):
+            call(pol, "start_student", at=f" at student {n}")
+            for s in range(rounds):
+                at = f" at student {n}, round {s}"
+                phi = phis[n, s].copy()
+                phi.setflags(write=False)
+                try:
+                    i, j = validate_pair(call(pol, "select", phi, at=at), k)
+                except ValueError as exc:
+                    raise PolicyError(f"policy {label!r}, student {n}, round {s}: {exc}") from exc
+                util = phi @ theta[n]
+                outcome = int(clicks_u[n, s] < 1.0 / (1.0 + np.exp(-(util[i] - util[j]))))
+                call(pol, "update", outcome, at=at)
+                choices.append((i, j))
+            call(pol, "end_student", at=f" at student {n}")
+        return choices
+
+    first = run(policy)
+    second = run(fresh())
+    if first != second:
+        diff = next(t for t, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)
+        raise PolicyError(
+            f"policy {label!r} is not deterministic under a seed: two runs with seed {seed} differ "
+            f"first at student {diff // rounds}, round {diff % rounds} ({first[diff]} vs "
+            f"{second[diff]}); draw randomness only from the rng given to reset()"
+        )
+    third = run(policy)  # reusing an instance: reset() must rebuild all state
+    if third != first:
+        raise PolicyError(
+            f"policy {label!r} gives different choices when reset() is called again on the same "
+            "instance; reset() must rebuild all state"
+        )

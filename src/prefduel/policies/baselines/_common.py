@@ -1,0 +1,145 @@
+"""Shared pieces of the baselines: setting validators, pair widths, a per-user Laplace learner,
+and Gaussian algebra for hierarchical (meta-learned) priors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from prefduel.policies.base import Policy
+from prefduel.policies.laplace import LaplaceBelief
+
+
+def positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> Any:
+    """Return ``value`` if it is a number > 0 (>= 0 with ``allow_zero``), else raise.
+
+    Raises:
+        ValueError: saying what was expected and what arrived.
+    """
+    kinds = (int,) if integer else (int, float)
+    ok = isinstance(value, kinds) and not isinstance(value, bool)
+    if ok and np.isfinite(value) and (value > 0 or (allow_zero and value == 0)):
+        return value
+    what = "an integer" if integer else "a number"
+    bound = ">= 0" if allow_zero else "> 0"
+    raise ValueError(f"{name} must be {what} {bound}, got {value!r}")
+
+
+def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``options``, else raise ValueError."""
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def pair_widths(Phi: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """Confidence widths of all pair differences under a covariance.
+
+    Args:
+        Phi: Features ``(K, d)``.
+        sigma: Covariance ``(d, d)`` (a Laplace posterior covariance, i.e. ``V^{-1}``).
+
+    Returns:
+        ``(K, K)`` matrix ``W[i, j] = sqrt((phi_i - phi_j)^T Sigma (phi_i - phi_j))``
+        (zero diagonal), computed as ``A_ii + A_jj - 2 A_ij`` with ``A = Phi Sigma Phi^T``.
+    """
+    a = Phi @ sigma @ Phi.T
+    diag = np.diag(a)
+    sq = diag[:, None] + diag[None, :] - 2.0 * a
+    return np.sqrt(np.maximum(sq, 0.0))
+
+
+def argmax_pair(scores: np.ndarray) -> tuple[int, int]:
+    """``(i, j)``, ``i != j``, maximizing a ``(K, K)`` pair score (the diagonal is ignored)."""
+    masked = scores.copy()
+    np.fill_diagonal(masked, -np.inf)
+    flat = int(np.argmax(masked))
+    k = scores.shape[0]
+    return flat // k, flat % k
+
+
+def marginal_summary(
+    lam: np.ndarray,
+    h: np.ndarray,
+    prior_prec: np.ndarray,
+    post_cov: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """What one user's clicks say about the population mean, in information form.
+
+    A user's theta is ``N(mean, Sigma0)``; the user's clicks have the Gaussian likelihood
+    summary ``exp(-theta^T lam theta / 2 + h^T theta)``. Integrating theta out gives a Gaussian
+    likelihood for ``mean`` with precision ``P = (Sigma0 + lam^{-1})^{-1}
+    = lam - lam (Sigma0^{-1} + lam)^{-1} lam`` and information ``(I - lam (Sigma0^{-1} +
+    lam)^{-1}) h``; both forms stay valid when ``lam`` is singular (e.g. no click ever moved
+    the sum of the persona indicators).
+
+    Args:
+        lam: Likelihood precision ``(d, d)``.
+        h: Likelihood information vector ``(d,)``.
+        prior_prec: ``Sigma0^{-1}`` ``(d, d)``, the within-population precision.
+        post_cov: ``(Sigma0^{-1} + lam)^{-1}`` if already known (saves an inversion).
+
+    Returns:
+        ``(P (d, d), p (d,))``: precision and information contributed to the mean's posterior.
+    """
+    if post_cov is None:
+        post_cov = np.linalg.inv(prior_prec + lam)
+    lam_cov = lam @ post_cov
+    prec = lam - lam_cov @ lam
+    info = h - lam_cov @ h
+    return 0.5 * (prec + prec.T), info
+
+
+def gaussian_sample(
+    rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray, scale: float = 1.0
+) -> np.ndarray:
+    """One draw from ``N(mean, scale^2 cov)`` (``cov`` symmetrized, jittered for Cholesky)."""
+    d = mean.size
+    chol = np.linalg.cholesky(0.5 * (cov + cov.T) + 1e-12 * np.eye(d))
+    return mean + scale * (chol @ rng.standard_normal(d))
+
+
+class UserLaplacePolicy(Policy):
+    """Base of the per-user contextual baselines: a fresh Laplace posterior for every user.
+
+    The belief ``N(mu, Sigma)`` over the user's theta starts at ``N(0, prior_var I)`` at each
+    arrival and takes the one-click Laplace step of
+    :func:`prefduel.policies.laplace.laplace_step` after every click on
+    ``z = phi_first - phi_second``. Subclasses implement :meth:`_choose`.
+
+    Args:
+        prior_var: Variance of the isotropic zero-mean prior on theta (logit units).
+    """
+
+    name = "user-laplace"
+
+    def __init__(self, prior_var: float = 1.0) -> None:
+        self.prior_var = float(positive("prior_var", prior_var))
+
+    def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
+        super().reset(rng, context)
+        self.belief = self._fresh_belief()
+        self._last: np.ndarray | None = None
+
+    def _fresh_belief(self) -> LaplaceBelief:
+        return LaplaceBelief.isotropic(self.d, self.prior_var)
+
+    def start_student(self) -> None:
+        self.belief = self._fresh_belief()
+        self._last = None
+
+    def select(self, Phi: np.ndarray) -> tuple[int, int]:
+        phi = np.asarray(Phi, dtype=float)
+        i, j = self._choose(phi)
+        self._last = phi[i] - phi[j]
+        return int(i), int(j)
+
+    def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def update(self, outcome: int) -> None:
+        if self._last is None:
+            raise RuntimeError(f"{self.name}: update() called before select()")
+        self.belief.observe(self._last, int(outcome))
+        self._last = None

@@ -1,0 +1,345 @@
+"""CODuel: collaborative dueling for online personalization across users.
+
+Puech, Salakhutdinov & Bertsimas (2026), "Online LLM Personalization from Pairwise Preferences
+Across Users". A Bayesian logistic learner whose prior is itself learned from completed
+sessions:
+
+1. **Belief** (``belief.py``): per user, a mixture over the population's components with a
+   full-covariance Laplace posterior in each, updated per click in O(d^2); component weights
+   are reweighted by each click's predictive probability.
+2. **Population** (``population.py``): after each session, warm-started EM over completed
+   users' Gaussian likelihood summaries; a fixed isotropic component with weight
+   >= alpha / (alpha + n); births and deaths; at most ``components`` learned components.
+3. **Recalibration** (``recal.py``): g is replaced by ``(A g)_p`` with ``A = a I + A'`` fitted
+   by logistic regression on all completed sessions' clicks (ridge on A'), first after
+   ``recal_first`` sessions and refitted every ``recal_every``.
+4. **Pair rule** (``pair_rule.py``): regret now plus expected greedy regret over the remaining
+   rounds after observing the click, averaged over a bank of recent questions.
+5. **Gate**: a no-transfer learner runs alongside; both predict every click before it is
+   revealed; the population learner selects only while its log-likelihood ratio over
+   completed sessions, after at least ``nmin`` of them, exceeds ``z`` standard errors.
+
+Every component has a setting that switches it off, so each ablation is a spec string:
+``coduel:population=off``, ``coduel:recal=off``, ``coduel:pair=greedy``, ``coduel:gate=off``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from prefduel.policies.base import Policy
+from prefduel.policies.coduel.belief import MixtureBelief, laplace_step_batch
+from prefduel.policies.coduel.pair_rule import greedy_pair, lookahead_pair
+from prefduel.policies.coduel.population import Population
+from prefduel.policies.coduel.recal import apply_recalibration, fit_recalibration
+from prefduel.policies.laplace import LaplaceBelief
+from prefduel.policies.loading import POLICIES
+
+
+def _switch(name: str, value: Any) -> bool:
+    if value is True or value == "on":
+        return True
+    if value is False or value == "off":
+        return False
+    raise ValueError(f"{name} must be on or off, got {value!r}")
+
+
+def _positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> Any:
+    kinds = (int,) if integer else (int, float)
+    ok = isinstance(value, kinds) and not isinstance(value, bool)
+    if ok and (value > 0 or (allow_zero and value == 0)):
+        return value
+    what = "an integer" if integer else "a number"
+    bound = ">= 0" if allow_zero else "> 0"
+    raise ValueError(f"{name} must be {what} {bound}, got {value!r}")
+
+
+def likelihood_summaries(
+    z: np.ndarray, y: np.ndarray, prior_var: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gaussian likelihood summaries of users' clicks by a Laplace pass from an isotropic prior.
+
+    Args:
+        z: ``(n, T, d)`` click features (first minus second; zero rows are no-ops).
+        y: ``(n, T)`` outcomes.
+        prior_var: Variance of the isotropic prior used for the pass (then divided out).
+
+    Returns:
+        ``(lam (n, d, d), h (n, d), mean (n, d))``: likelihood precision, information vector,
+        and posterior mean under the isotropic prior.
+    """
+    n, t, d = z.shape
+    mu = np.zeros((n, d))
+    sigma = np.broadcast_to(prior_var * np.eye(d), (n, d, d)).copy()
+    for r in range(t):
+        mu, sigma, _ = laplace_step_batch(mu, sigma, z[:, r], y[:, r])
+    prec = np.linalg.inv(sigma)
+    prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
+    lam = prec - np.eye(d) / prior_var
+    h = np.einsum("nij,nj->ni", prec, mu)
+    return lam, h, mu
+
+
+@POLICIES.register("coduel")
+class CODuel(Policy):
+    """CODuel (see the module docstring). Settings, with defaults (= the paper's values):
+
+    Args:
+        population: ``on`` | ``off`` - learn a mixture prior from completed sessions.
+        recal: ``on`` | ``off`` - recalibrate the rater feature with a learned 6x6 map.
+        pair: ``lookahead`` | ``greedy`` - knowledge-gradient pair rule or greedy pairs.
+        gate: ``on`` | ``off`` - transfer only while it predicts clicks better.
+        alpha: Dirichlet-process concentration (20).
+        components: Maximum learned components (16).
+        z: Gate threshold in standard errors (0.5).
+        nmin: Completed sessions before the gate may open (8).
+        bank: Recent questions averaged by the lookahead (16).
+        ridge: Ridge on A' (10).
+        recal_first: Sessions before the first recalibration (20).
+        recal_every: Sessions between refits (10).
+        prior_var: Variance of the isotropic prior component (1.0, as ``notransfer``).
+        em_iters: Warm-started EM iterations after each session (1; chosen on dev: 1, 2 and 3
+            are within noise, 1 is fastest).
+    """
+
+    name = "coduel"
+
+    def __init__(
+        self,
+        population: Any = "on",
+        recal: Any = "on",
+        pair: str = "lookahead",
+        gate: Any = "on",
+        alpha: float = 20.0,
+        components: int = 16,
+        z: float = 0.5,
+        nmin: int = 8,
+        bank: int = 16,
+        ridge: float = 10.0,
+        recal_first: int = 20,
+        recal_every: int = 10,
+        prior_var: float = 1.0,
+        em_iters: int = 1,
+    ) -> None:
+        self.population = _switch("population", population)
+        self.recal = _switch("recal", recal)
+        self.gate = _switch("gate", gate)
+        if pair not in ("lookahead", "greedy"):
+            raise ValueError(f"pair must be lookahead or greedy, got {pair!r}")
+        self.pair = pair
+        self.alpha = float(_positive("alpha", alpha))
+        self.components = _positive("components", components, integer=True, allow_zero=True)
+        if isinstance(z, bool) or not isinstance(z, int | float):
+            raise ValueError(f"z must be a number, got {z!r}")
+        self.z = float(z)
+        self.nmin = _positive("nmin", nmin, integer=True, allow_zero=True)
+        self.bank = _positive("bank", bank, integer=True)
+        self.ridge = float(_positive("ridge", ridge))
+        self.recal_first = _positive("recal_first", recal_first, integer=True)
+        self.recal_every = _positive("recal_every", recal_every, integer=True)
+        self.prior_var = float(_positive("prior_var", prior_var))
+        self.em_iters = _positive("em_iters", em_iters, integer=True)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
+        super().reset(rng, context)
+        self.S = int(context["S"])
+        self.layout_ok = self.d == self.K + 1  # [e_p, g]: recalibration applies
+        self.pop = Population(
+            self.d,
+            self.K,
+            prior_var=self.prior_var,
+            alpha=self.alpha,
+            max_components=self.components,
+        )
+        self.matrix: np.ndarray | None = None
+        self._raw_fit: np.ndarray | None = None  # last unscaled fit, the next fit's start
+        # completed sessions: raw rater scores, pairs and outcomes, padded to S rounds
+        self.log_g: list[np.ndarray] = []
+        self.log_z: list[np.ndarray] = []  # click features as shown (other feature layouts)
+        self.log_first: list[np.ndarray] = []
+        self.log_second: list[np.ndarray] = []
+        self.log_y: list[np.ndarray] = []
+        self.lam = np.zeros((0, self.d, self.d))
+        self.h = np.zeros((0, self.d))
+        self.llr: list[float] = []
+        self.recent: list[np.ndarray] = []  # raw features of recent questions
+        self.gate_open = False
+        self.n_sessions = 0
+        self.transfer_rounds = 0
+
+    def start_student(self) -> None:
+        self.belief = MixtureBelief(self.pop.weights(), self.pop.mu, self.pop.cov)
+        self.solo = LaplaceBelief.isotropic(self.d, self.prior_var)
+        self.session_llr = 0.0
+        self.s_g: list[np.ndarray] = []
+        self.s_z: list[np.ndarray] = []
+        self.s_first: list[int] = []
+        self.s_second: list[int] = []
+        self.s_y: list[int] = []
+        self.t = 0
+        self._last: tuple[int, int, np.ndarray] | None = None
+
+    def select(self, Phi: np.ndarray) -> tuple[int, int]:
+        phi = apply_recalibration(Phi, self.matrix) if self.layout_ok else np.asarray(Phi)
+        jitter = 1e-9 * self.rng.random(self.K)  # breaks exact ties, e.g. a zero prior mean
+        if self.population and (self.gate_open or not self.gate):
+            self.transfer_rounds += 1
+            remaining = self.S - self.t - 1
+            weights = self.belief.weights
+            if self.pair == "lookahead" and remaining > 0 and weights.max() < 0.999 and self.recent:
+                bank = np.stack(self.recent[-self.bank :])
+                if self.layout_ok:
+                    bank = apply_recalibration(bank, self.matrix)
+                keep = weights > 1e-4
+                w = weights[keep] / weights[keep].sum()
+                pair, _ = lookahead_pair(
+                    w, self.belief.mu[keep], self.belief.sigma[keep], phi, bank, remaining
+                )
+            else:
+                pair = greedy_pair(phi @ self.belief.mean() + jitter)
+        else:
+            pair = greedy_pair(phi @ self.solo.mu + jitter)
+        self._last = (pair[0], pair[1], phi[pair[0]] - phi[pair[1]])
+        self.s_g.append(np.array(Phi[:, -1], dtype=float))
+        if not self.layout_ok:
+            self.s_z.append(self._last[2])
+        self.recent.append(np.array(Phi, dtype=float))
+        if len(self.recent) > self.bank:
+            self.recent.pop(0)
+        return pair
+
+    def update(self, outcome: int) -> None:
+        if self._last is None:
+            raise RuntimeError("update() called before select()")
+        i, j, z = self._last
+        y = int(outcome)
+        p_pop = self.belief.observe(z, y)
+        p_solo = self.solo.observe(z, y)
+        self.session_llr += math.log(max(p_pop, 1e-300)) - math.log(max(p_solo, 1e-300))
+        self.s_first.append(i)
+        self.s_second.append(j)
+        self.s_y.append(y)
+        self.t += 1
+        self._last = None
+
+    def end_student(self) -> None:
+        self.n_sessions += 1
+        self.llr.append(self.session_llr)
+        rounds = len(self.s_y)
+        pad = self.S - rounds
+        g = np.zeros((self.S, self.K))
+        if rounds:
+            g[:rounds] = np.stack(self.s_g[:rounds])
+        self.log_g.append(g)
+        if not self.layout_ok:
+            z = np.zeros((self.S, self.d))
+            if rounds:
+                z[:rounds] = np.stack(self.s_z[:rounds])
+            self.log_z.append(z)
+        self.log_first.append(np.r_[self.s_first, np.zeros(max(pad, 0), int)].astype(int))
+        self.log_second.append(np.r_[self.s_second, np.ones(max(pad, 0), int)].astype(int))
+        self.log_y.append(np.r_[self.s_y, -np.ones(max(pad, 0), int)].astype(int))
+        refit = (
+            self.recal
+            and self.layout_ok
+            and self.n_sessions >= self.recal_first
+            and (self.n_sessions - self.recal_first) % self.recal_every == 0
+        )
+        if refit:
+            self._refit_recalibration()
+        if self.population:
+            if refit:  # every user's summary changes with the features
+                self.lam, self.h, _ = self._summaries(range(self.n_sessions))
+            else:
+                # the no-transfer learner made the same Laplace pass from the same isotropic
+                # prior over this session's clicks (same features: A did not change during it)
+                lam, h = self._solo_summary()
+                self.lam = np.concatenate([self.lam, lam[None]])
+                self.h = np.concatenate([self.h, h[None]])
+            iters = max(self.em_iters, 10) if refit else self.em_iters
+            self.pop.add_session(self.lam[-1], self.h[-1], self.lam, self.h, iters)
+        self.gate_open = self._gate()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _click_features(self, users) -> tuple[np.ndarray, np.ndarray]:
+        """``z (n, S, d)`` and ``y (n, S)`` of completed users under the current map A."""
+        users = list(users)
+        g = np.stack([self.log_g[u] for u in users])  # (n, S, K)
+        first = np.stack([self.log_first[u] for u in users])
+        second = np.stack([self.log_second[u] for u in users])
+        y = np.stack([self.log_y[u] for u in users])
+        eye = np.eye(self.K)
+        if self.layout_ok:
+            gg = g if self.matrix is None else np.einsum("pq,nsq->nsp", self.matrix, g)
+            gi = np.take_along_axis(gg, first[..., None], axis=2)[..., 0]
+            gj = np.take_along_axis(gg, second[..., None], axis=2)[..., 0]
+            z = np.concatenate([eye[first] - eye[second], (gi - gj)[..., None]], axis=-1)
+        else:  # other feature layouts: no recalibration, the stored click features as shown
+            z = np.stack([self.log_z[u] for u in users])
+        valid = y >= 0
+        z = z * valid[..., None]
+        return z, np.where(valid, y, 0)
+
+    def _solo_summary(self) -> tuple[np.ndarray, np.ndarray]:
+        """Likelihood summary ``(lam (d, d), h (d,))`` of the session that just ended, read off
+        the no-transfer learner's posterior (as :func:`likelihood_summaries` would compute)."""
+        prec = np.linalg.inv(self.solo.sigma)
+        prec = 0.5 * (prec + prec.T)
+        return prec - np.eye(self.d) / self.prior_var, prec @ self.solo.mu
+
+    def _summaries(self, users) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        z, y = self._click_features(users)
+        return likelihood_summaries(z, y, self.prior_var)
+
+    def _refit_recalibration(self) -> None:
+        """Refit A from the raw rater scores (never composed with the previous A).
+
+        Users' vectors are their posterior means under the raw features, so each refit starts
+        from the same footing. Posterior means are shrunk toward zero, which the fit would
+        otherwise undo by inflating A; A is therefore rescaled so that ``A g`` keeps the s.d.
+        of ``g`` over the logged questions: recalibration changes how the rater's scores are
+        weighed across personas, and each user's own weight on g keeps the scale.
+        """
+        users = range(self.n_sessions)
+        current, self.matrix = self.matrix, None
+        _, _, theta = self._summaries(users)
+        self.matrix = current
+        g = np.concatenate([self.log_g[u] for u in users])
+        first = np.concatenate([self.log_first[u] for u in users])
+        second = np.concatenate([self.log_second[u] for u in users])
+        y = np.concatenate([self.log_y[u] for u in users])
+        th = np.repeat(theta, self.S, axis=0)
+        valid = y >= 0
+        matrix = fit_recalibration(
+            first[valid],
+            second[valid],
+            y[valid],
+            g[valid],
+            th[valid],
+            ridge=self.ridge,
+            start=self._raw_fit,
+        )
+        self._raw_fit = matrix
+        raw_sd = g[valid].std()
+        new_sd = (g[valid] @ matrix.T).std()
+        if raw_sd > 0 and new_sd > 0:
+            matrix = matrix * (raw_sd / new_sd)
+        self.matrix = matrix
+
+    def _gate(self) -> bool:
+        if not self.population:
+            return False
+        if not self.gate:
+            return True
+        n = len(self.llr)
+        if n < max(self.nmin, 2):
+            return False
+        llr = np.asarray(self.llr)
+        se = llr.std(ddof=1) / math.sqrt(n)
+        return bool(llr.mean() > self.z * se)

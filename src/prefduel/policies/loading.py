@@ -1,0 +1,126 @@
+"""Build a policy from a spec: a registered id, a user file, or a module.
+
+Accepted forms (each may end with ``:key=value,...`` settings passed to the constructor)::
+
+    notransfer                     registered id
+    notransfer:rule=ts             registered id with settings
+    path/to/my_policy.py:MyPolicy  class in a Python file
+    my_package.policies:MyPolicy   class in an importable module
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefduel.core.errors import SpecError, UnknownIdError
+from prefduel.core.registry import Registry, Spec, parse_settings, parse_spec
+
+#: Registry of built-in policies.
+POLICIES: Registry[Any] = Registry("policy", "policies")
+
+_CLASS_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _split_external(text: str) -> tuple[str, str, dict[str, Any]] | None:
+    """``file.py:Class[:settings]`` or ``module:Class[:settings]`` -> (target, class, settings)."""
+    parts = text.split(":", 2)
+    if len(parts) < 2 or not _CLASS_RE.match(parts[1].strip()) or "=" in parts[1]:
+        return None
+    target, cls = parts[0].strip(), parts[1].strip()
+    if target in POLICIES:
+        return None
+    settings = parse_settings(parts[2], where=text) if len(parts) == 3 else {}
+    return target, cls, settings
+
+
+def _load_file_module(path: Path, spec_text: str):
+    if not path.is_file():
+        raise SpecError(f"policy {spec_text!r}: file {path} does not exist")
+    resolved = path.resolve()
+    mod_name = "prefduel_user_" + hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, resolved)
+    if spec is None or spec.loader is None:
+        raise SpecError(f"policy {spec_text!r}: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[mod_name]
+        raise SpecError(
+            f"policy {spec_text!r}: importing {path} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    return module
+
+
+def resolve_policy(text: str) -> tuple[Any, dict[str, Any], str]:
+    """Resolve a spec to ``(factory, settings, canonical spec string)``.
+
+    Raises:
+        SpecError: malformed spec, missing file or class, or a failing import.
+        UnknownIdError: unknown registered id (the message lists the known ones).
+    """
+    text = text.strip()
+    if not text:
+        raise SpecError("empty policy spec")
+    external = _split_external(text)
+    if external is not None:
+        target, cls_name, settings = external
+        if target.endswith(".py") or "/" in target or "\\" in target:
+            module = _load_file_module(Path(target), text)
+        else:
+            try:
+                module = importlib.import_module(target)
+            except ImportError as exc:
+                if target in POLICIES or not any(c in target for c in "./"):
+                    # looks like a (misspelt) registered id, not a module
+                    POLICIES.get(target)
+                raise SpecError(
+                    f"policy {text!r}: cannot import module {target!r} ({exc})"
+                ) from exc
+        factory = getattr(module, cls_name, None)
+        if factory is None:
+            raise SpecError(f"policy {text!r}: {target} has no attribute {cls_name!r}")
+        if target.endswith(".py") or "/" in target or "\\" in target:
+            target = os.path.normpath(target)  # ./my.py and my.py name the same policy
+        canonical = f"{target}:{cls_name}"
+        if settings:
+            canonical += ":" + str(Spec("x", settings)).split(":", 1)[1]
+        return factory, settings, canonical
+    parsed = parse_spec(text)
+    return POLICIES.get(parsed.id), parsed.settings, str(parsed)
+
+
+def canonical_spec(text: str) -> str:
+    """The canonical form of a policy spec (settings sorted), used as its key in results."""
+    return resolve_policy(text)[2]
+
+
+def load_policy(text: str) -> Any:
+    """Instantiate the policy named by ``text`` (see the module docstring for the forms).
+
+    Raises:
+        SpecError, UnknownIdError: with the culprit named.
+    """
+    factory, settings, canonical = resolve_policy(text)
+    try:
+        policy = factory(**settings)
+    except TypeError as exc:
+        raise SpecError(f"cannot build policy {canonical!r}: {exc}") from exc
+    except ValueError as exc:
+        raise SpecError(f"cannot build policy {canonical!r}: {exc}") from exc
+    if not callable(getattr(policy, "select", None)):
+        raise SpecError(f"policy {canonical!r}: {type(policy).__name__} has no select() method")
+    return policy
+
+
+__all__ = ["POLICIES", "UnknownIdError", "canonical_spec", "load_policy", "resolve_policy"]

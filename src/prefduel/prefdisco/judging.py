@@ -1,0 +1,302 @@
+"""Scoring one transcript: per-attribute rubric judgements, PrefAlign, accuracy, discovery.
+
+For each attribute of the hidden profile, the judge (role ``"judge"``) sees the question, the
+response, the attribute, the user's value and its rubric, never the condition or the model.
+A reply must be ``SCORE: n`` with n in 1..5; otherwise the request is repeated with the reply
+shown back and the format restated, up to ``judge_attempts`` times. A judgement that never
+parses is recorded as missing (``None``) with an error, and PrefAlign of that episode is then
+missing too: it is never filled in with 1.
+
+Accuracy uses the rules of :mod:`prefduel.prefdisco.matching` first; the grader (role
+``"grader"``) is asked only when they cannot decide. Discovery recall is the share of hidden
+attributes that at least one question was routed to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prefduel.llm.request import Completer, LLMRequest
+from prefduel.prefdisco import prompts
+from prefduel.prefdisco.config import RunConfig
+from prefduel.prefdisco.episodes import Transcript
+from prefduel.prefdisco.errors import EpisodeError, ScoringError
+from prefduel.prefdisco.matching import match_answer
+from prefduel.prefdisco.metrics import discovery_recall, pref_align
+from prefduel.prefdisco.preferences import PreferenceProfile
+from prefduel.prefdisco.rubrics import Rubric
+from prefduel.prefdisco.tasks import Task
+from prefduel.prefdisco.taxonomy import Taxonomy
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One attribute's score.
+
+    Attributes:
+        attribute: Attribute id.
+        score: 1-5, or None when no reply parsed.
+        attempts: Requests made.
+        error: Why the score is missing.
+    """
+
+    attribute: str
+    score: int | None
+    attempts: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """Everything measured on one episode (one line of ``scores.jsonl``).
+
+    Attributes:
+        episode_id: ``model|condition|persona|task``.
+        model: Model under test.
+        condition: baseline, discovery or oracle.
+        persona_id: Persona.
+        task_id: Task.
+        source: Task source (benchmark).
+        domain: Task domain.
+        weights: Attribute -> weight of the hidden profile.
+        values: Attribute -> hidden value.
+        scores: Attribute -> judge score (None: missing).
+        judge_attempts: Attribute -> requests made.
+        pref_align: Σ w·score, or None if a score is missing.
+        correct: Task accuracy (None: undecided after the grader too).
+        accuracy_method: ``choice``, ``numeric``, ``exact``, ``grader`` or ``none``.
+        extracted: The final answer the rules extracted.
+        questions: Clarifying questions asked.
+        asked: Attributes the questions were routed to.
+        disclosed: Hidden attributes whose value the user revealed.
+        recall: Share of hidden attributes asked about (discovery only).
+        errors: Everything that went wrong while scoring (missing scores, grader failures).
+        settings: Digest of the run settings.
+    """
+
+    episode_id: str
+    model: str
+    condition: str
+    persona_id: str
+    task_id: str
+    source: str
+    domain: str
+    weights: Mapping[str, float]
+    values: Mapping[str, str]
+    scores: Mapping[str, int | None]
+    judge_attempts: Mapping[str, int]
+    pref_align: float | None
+    correct: bool | None
+    accuracy_method: str
+    extracted: str | None
+    questions: int
+    asked: tuple[str, ...]
+    disclosed: tuple[str, ...]
+    recall: float | None
+    errors: tuple[str, ...]
+    settings: str
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready ``dict``."""
+        out = dict(self.__dict__)
+        for key in ("weights", "values", "scores", "judge_attempts"):
+            out[key] = dict(out[key])
+        for key in ("asked", "disclosed", "errors"):
+            out[key] = list(out[key])
+        return out
+
+
+@dataclass
+class JudgeContext:
+    """What scoring needs.
+
+    Attributes:
+        taxonomy: The taxonomy.
+        tasks: Task id -> task.
+        profiles: (persona, task) -> hidden profile.
+        rubrics: (attribute, value) -> rubric.
+        settings: Run settings (judge model, attempts, temperature, max tokens).
+        client: Answers judge and grader requests.
+    """
+
+    taxonomy: Taxonomy
+    tasks: Mapping[str, Task]
+    profiles: Mapping[tuple[str, str], PreferenceProfile]
+    rubrics: Mapping[tuple[str, str], Rubric]
+    settings: RunConfig
+    client: Completer
+
+
+def judge_request(
+    task: Task,
+    response: str,
+    rubric: Rubric,
+    taxonomy: Taxonomy,
+    settings: RunConfig,
+    previous: tuple[str, ...] = (),
+) -> LLMRequest:
+    """The judge request for one attribute (``previous``: earlier unparsable replies)."""
+    attribute = taxonomy[rubric.attribute]
+    messages = prompts.judge_messages(
+        prompts.task_block(task.question, task.options),
+        response,
+        attribute,
+        attribute.value(rubric.value),
+        rubric.anchors,
+    )
+    for text in previous:
+        messages = (*messages, *prompts.retry_turn(text, prompts.SCORE_FORMAT))
+    return LLMRequest(
+        settings.judge_model,
+        messages,
+        settings.params("judge"),
+        sample=len(previous),
+        role="judge",
+    )
+
+
+def grader_request(
+    task: Task, response: str, settings: RunConfig, previous: tuple[str, ...] = ()
+) -> LLMRequest:
+    """The accuracy grader request."""
+    reference = (
+        f"({task.answer}) {task.answer_text}" if task.answer_type == "choice" else task.answer
+    )
+    messages = prompts.grader_messages(
+        prompts.task_block(task.question, task.options), reference, response
+    )
+    for text in previous:
+        messages = (*messages, *prompts.retry_turn(text, prompts.VERDICT_FORMAT))
+    return LLMRequest(
+        settings.grader_model_name,
+        messages,
+        settings.params("grader"),
+        sample=len(previous),
+        role="grader",
+    )
+
+
+async def _ask(client: Completer, request: LLMRequest, what: str) -> str:
+    response = await client.complete(request)
+    if not response.ok:
+        raise EpisodeError(f"{what}: {request.role} call failed: {response.error}")
+    return response.text or ""
+
+
+async def judge_attribute(
+    task: Task, response: str, rubric: Rubric, context: JudgeContext, what: str = ""
+) -> Judgement:
+    """Score one attribute, retrying unparsable replies.
+
+    Raises:
+        EpisodeError: A call failed after the client's retries.
+    """
+    previous: tuple[str, ...] = ()
+    for attempt in range(1, context.settings.judge_attempts + 1):
+        request = judge_request(
+            task, response, rubric, context.taxonomy, context.settings, previous
+        )
+        text = await _ask(context.client, request, what)
+        score = prompts.parse_score(text)
+        if score is not None:
+            return Judgement(rubric.attribute, score, attempt)
+        previous = (*previous, text)
+    return Judgement(
+        rubric.attribute,
+        None,
+        context.settings.judge_attempts,
+        f"judge gave no valid 1-5 score for {rubric.attribute} in "
+        f"{context.settings.judge_attempts} attempts (last reply {previous[-1][:60]!r})",
+    )
+
+
+async def grade(
+    task: Task, response: str, context: JudgeContext, what: str = ""
+) -> tuple[bool | None, str, str | None, str | None]:
+    """Accuracy: rules first, the grader if they cannot decide.
+
+    Returns:
+        ``(correct, method, extracted, error)``.
+    """
+    match = match_answer(task, response)
+    if match.correct is not None:
+        return match.correct, match.method, match.extracted, None
+    previous: tuple[str, ...] = ()
+    for _ in range(context.settings.judge_attempts):
+        text = await _ask(
+            context.client, grader_request(task, response, context.settings, previous), what
+        )
+        verdict = prompts.parse_verdict(text)
+        if verdict is not None:
+            return verdict, "grader", match.extracted, None
+        previous = (*previous, text)
+    return (
+        None,
+        "none",
+        match.extracted,
+        f"grader gave no CORRECT/INCORRECT verdict in {context.settings.judge_attempts} attempts",
+    )
+
+
+async def score_transcript(transcript: Transcript, context: JudgeContext) -> ScoreRow:
+    """Score one transcript (judge every hidden attribute, accuracy, discovery).
+
+    Raises:
+        EpisodeError: A judge or grader call failed after the client's retries (nothing is
+            stored; re-run to retry).
+    """
+    key = transcript.key
+    task = context.tasks[key.task_id]
+    profile = context.profiles[(key.persona_id, key.task_id)]
+    rubrics = [context.rubrics[(p.attribute, p.value)] for p in profile]
+    judgements, (correct, method, extracted, grade_error) = await asyncio.gather(
+        asyncio.gather(
+            *(judge_attribute(task, transcript.response, r, context, key.id) for r in rubrics)
+        ),
+        grade(task, transcript.response, context, key.id),
+    )
+    scores = {j.attribute: j.score for j in judgements}
+    errors = [j.error for j in judgements if j.error]
+    try:
+        align: float | None = pref_align(scores, profile.weights)
+    except ScoringError as exc:
+        align = None
+        errors.append(f"PrefAlign missing: {exc}")
+    if grade_error:
+        errors.append(grade_error)
+    asked = transcript.asked
+    disclosed = tuple(
+        dict.fromkeys(
+            d["attribute"]
+            for t in transcript.turns
+            for d in t["disclosures"]
+            if d["value"] is not None
+        )
+    )
+    recall = discovery_recall(profile.attributes, asked) if key.condition == "discovery" else None
+    return ScoreRow(
+        episode_id=key.id,
+        model=key.model,
+        condition=key.condition,
+        persona_id=key.persona_id,
+        task_id=key.task_id,
+        source=transcript.source,
+        domain=transcript.domain,
+        weights=profile.weights,
+        values=profile.values,
+        scores=scores,
+        judge_attempts={j.attribute: j.attempts for j in judgements},
+        pref_align=align,
+        correct=correct,
+        accuracy_method=method,
+        extracted=extracted,
+        questions=transcript.questions,
+        asked=asked,
+        disclosed=disclosed,
+        recall=recall,
+        errors=tuple(errors),
+        settings=transcript.settings,
+    )

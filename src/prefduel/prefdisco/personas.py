@@ -1,0 +1,575 @@
+"""Psychology-grounded personas: Big Five (IPIP-style), demographics, expertise, learning traits.
+
+:func:`sample_personas` draws a persona library from the persona space
+(``data/persona_space.yaml``), seeded through :func:`prefduel.core.rng.stream`:
+
+* **Big Five** (openness, conscientiousness, extraversion, agreeableness, neuroticism): each
+  factor is the mean of 10 simulated Likert items (1-5), as in the 50-item IPIP Big-Five
+  markers (Goldberg 1992; ipip.ori.org): a latent level per person, item responses around it,
+  rounded and clipped to 1-5. The raw items are kept (``big_five_items``).
+* **Demographics**: age, gender, education, occupation, region.
+* **Expertise** per task domain (1-5): general knowledge from education plus the occupation's
+  typical level.
+* **Learning traits**: preferred modality, pace, goal, need for cognition (correlated with
+  openness).
+
+Rejection sampling keeps the library plausible and diverse: a candidate is redrawn when its
+occupation does not fit its education or age (``implausible``), or when its Big Five profile
+lies within ``min_distance`` of an earlier persona (``too_similar``). The counts are returned.
+
+:func:`trait_vector` turns a persona into the standardized traits (z-scores and indicators)
+that the preference sampler's loadings refer to. :func:`enrich_personas` optionally asks an LLM
+(role ``"persona"``) for a short backstory; the answer is validated and a failure is recorded on
+the persona, never invented. Libraries are saved as JSONL (:func:`save_personas`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from prefduel.core.rng import stream
+from prefduel.llm.request import Completer, LLMRequest
+from prefduel.prefdisco import prompts
+from prefduel.prefdisco.errors import DatasetError, EpisodeError, PrefDiscoError
+from prefduel.prefdisco.store import read_jsonl, write_jsonl
+
+SPACE_FORMAT = "prefduel/prefdisco-persona-space"
+BIG_FIVE = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
+PACE_Z = {"slow": -1.0, "moderate": 0.0, "fast": 1.0}
+
+
+@dataclass(frozen=True)
+class PersonaSpace:
+    """The distributions personas are drawn from (the parsed ``persona_space.yaml``).
+
+    Attributes:
+        version: Version of the space file.
+        items_per_trait: Likert items per Big Five factor.
+        item_noise: S.d. of an item response around the latent level.
+        latent_sd: S.d. of the latent level across people.
+        means: Big Five factor -> population mean.
+        age: (min, max) age.
+        genders: Gender -> weight.
+        education: Ordered ``(value, label, rank, weight, min_age)`` rows.
+        regions: Region names.
+        occupations: Occupation rows (value, label, min_education, min_age, max_age, expertise).
+        domains: Expertise domains.
+        offsets: Domain -> offset of general knowledge.
+        expertise_noise: S.d. of the general-knowledge noise.
+        modality: Modality -> weight.
+        pace: Pace -> weight.
+        goal: Goal -> weight.
+        nfc: Need-for-cognition settings (mean, openness_slope, noise).
+    """
+
+    version: str
+    items_per_trait: int
+    item_noise: float
+    latent_sd: float
+    means: Mapping[str, float]
+    age: tuple[int, int]
+    genders: Mapping[str, float]
+    education: tuple[Mapping[str, Any], ...]
+    regions: tuple[str, ...]
+    occupations: tuple[Mapping[str, Any], ...]
+    domains: tuple[str, ...]
+    offsets: Mapping[str, float]
+    expertise_noise: float
+    modality: Mapping[str, float]
+    pace: Mapping[str, float]
+    goal: Mapping[str, float]
+    nfc: Mapping[str, float]
+
+    def education_rank(self, value: str) -> int:
+        """Rank (1-5) of an education level."""
+        for row in self.education:
+            if row["value"] == value:
+                return int(row["rank"])
+        raise PrefDiscoError(
+            f"unknown education {value!r}; expected one of {[r['value'] for r in self.education]}"
+        )
+
+
+def load_persona_space(path: str | Path | None = None) -> PersonaSpace:
+    """Load the persona space (default: the shipped ``data/persona_space.yaml``, read once).
+
+    Raises:
+        PrefDiscoError: The file is missing or malformed (names the file and the key).
+    """
+    if path is None:
+        return _shipped_space()
+    return _load_space(path)
+
+
+@functools.cache
+def _shipped_space() -> PersonaSpace:
+    return _load_space(None)
+
+
+def _load_space(path: str | Path | None) -> PersonaSpace:
+    if path is None:
+        source = "shipped persona_space.yaml"
+        try:
+            text = (
+                resources.files("prefduel.prefdisco")
+                .joinpath("data/persona_space.yaml")
+                .read_text(encoding="utf-8")
+            )
+        except OSError as exc:
+            raise PrefDiscoError(
+                "the shipped prefduel/prefdisco/data/persona_space.yaml is missing"
+            ) from exc
+    else:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PrefDiscoError(f"cannot read persona space {path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+        if data.get("format") != SPACE_FORMAT:
+            raise PrefDiscoError(f"{source}: format must be {SPACE_FORMAT!r}")
+        b5 = data["big_five"]
+        learning = data["learning"]
+        expertise = data["expertise"]
+        space = PersonaSpace(
+            version=str(data["version"]),
+            items_per_trait=int(b5["items_per_trait"]),
+            item_noise=float(b5["item_noise"]),
+            latent_sd=float(b5["latent_sd"]),
+            means={t: float(b5["means"][t]) for t in BIG_FIVE},
+            age=(int(data["age"]["min"]), int(data["age"]["max"])),
+            genders={str(k): float(v) for k, v in data["genders"].items()},
+            education=tuple(dict(row) for row in data["education"]),
+            regions=tuple(str(r) for r in data["regions"]),
+            occupations=tuple(dict(row) for row in data["occupations"]),
+            domains=tuple(str(d) for d in expertise["domains"]),
+            offsets={str(k): float(v) for k, v in expertise["offset"].items()},
+            expertise_noise=float(expertise["noise"]),
+            modality={str(k): float(v) for k, v in learning["modality"].items()},
+            pace={str(k): float(v) for k, v in learning["pace"].items()},
+            goal={str(k): float(v) for k, v in learning["goal"].items()},
+            nfc={str(k): float(v) for k, v in learning["need_for_cognition"].items()},
+        )
+    except PrefDiscoError:
+        raise
+    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise PrefDiscoError(
+            f"{source}: malformed persona space ({type(exc).__name__}: {exc})"
+        ) from None
+    for occupation in space.occupations:
+        space.education_rank(occupation["min_education"])  # raises on an unknown level
+    if set(space.pace) != set(PACE_Z):
+        raise PrefDiscoError(f"{source}: pace must weight exactly {sorted(PACE_Z)}")
+    return space
+
+
+@dataclass(frozen=True)
+class Persona:
+    """One simulated user.
+
+    Attributes:
+        id: Stable id (``p0000``, ``p0001``, ...).
+        big_five: Factor -> IPIP-style score (mean of the items, 1-5, one decimal).
+        big_five_items: Factor -> the simulated Likert item responses.
+        age: Age in years.
+        gender: Gender.
+        education: Education level id.
+        occupation: Occupation id.
+        occupation_label: Occupation in words.
+        region: World region.
+        expertise: Domain -> expertise level 1 (none) to 5 (professional).
+        modality: Preferred learning modality (visual, verbal, examples, steps).
+        pace: Preferred pace (slow, moderate, fast).
+        goal: Usual goal when asking (understand, answer, teach, decide).
+        need_for_cognition: Enjoyment of effortful thinking, 1-5.
+        backstory: LLM-written backstory (None unless enriched).
+        backstory_model: Model that wrote the backstory.
+        backstory_error: Why enrichment produced no backstory, if it failed.
+    """
+
+    id: str
+    big_five: Mapping[str, float]
+    big_five_items: Mapping[str, tuple[int, ...]]
+    age: int
+    gender: str
+    education: str
+    occupation: str
+    occupation_label: str
+    region: str
+    expertise: Mapping[str, int]
+    modality: str
+    pace: str
+    goal: str
+    need_for_cognition: float
+    backstory: str | None = None
+    backstory_model: str | None = None
+    backstory_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready ``dict`` (one line of the persona library)."""
+        return {
+            "id": self.id,
+            "big_five": dict(self.big_five),
+            "big_five_items": {k: list(v) for k, v in self.big_five_items.items()},
+            "age": self.age,
+            "gender": self.gender,
+            "education": self.education,
+            "occupation": self.occupation,
+            "occupation_label": self.occupation_label,
+            "region": self.region,
+            "expertise": dict(self.expertise),
+            "learning": {
+                "modality": self.modality,
+                "pace": self.pace,
+                "goal": self.goal,
+                "need_for_cognition": self.need_for_cognition,
+            },
+            "backstory": self.backstory,
+            "backstory_model": self.backstory_model,
+            "backstory_error": self.backstory_error,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, where: str = "persona") -> Persona:
+        """Rebuild a persona from :meth:`to_json` output.
+
+        Raises:
+            DatasetError: A field is missing or out of range (names ``where`` and the field).
+        """
+        try:
+            learning = data["learning"]
+            persona = cls(
+                id=str(data["id"]),
+                big_five={t: float(data["big_five"][t]) for t in BIG_FIVE},
+                big_five_items={
+                    t: tuple(int(x) for x in data["big_five_items"][t]) for t in BIG_FIVE
+                },
+                age=int(data["age"]),
+                gender=str(data["gender"]),
+                education=str(data["education"]),
+                occupation=str(data["occupation"]),
+                occupation_label=str(data["occupation_label"]),
+                region=str(data["region"]),
+                expertise={str(k): int(v) for k, v in data["expertise"].items()},
+                modality=str(learning["modality"]),
+                pace=str(learning["pace"]),
+                goal=str(learning["goal"]),
+                need_for_cognition=float(learning["need_for_cognition"]),
+                backstory=data.get("backstory"),
+                backstory_model=data.get("backstory_model"),
+                backstory_error=data.get("backstory_error"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(
+                f"{where}: malformed persona ({type(exc).__name__}: {exc})"
+            ) from None
+        bad = [t for t, s in persona.big_five.items() if not 1 <= s <= 5]
+        bad += [d for d, e in persona.expertise.items() if not 1 <= e <= 5]
+        if bad or persona.pace not in PACE_Z or not 1 <= persona.need_for_cognition <= 5:
+            raise DatasetError(f"{where}: persona {persona.id}: values out of range ({bad})")
+        return persona
+
+    def describe(self) -> str:
+        """A factual one-paragraph description (the input of backstory enrichment)."""
+        b5 = ", ".join(f"{t} {self.big_five[t]:.1f}/5" for t in BIG_FIVE)
+        exp = ", ".join(f"{d} {e}/5" for d, e in sorted(self.expertise.items()))
+        return (
+            f"Age {self.age}, {self.gender}, {self.occupation_label}, from {self.region}; "
+            f"education: {self.education}. Big Five (IPIP, 1-5): {b5}. Expertise by domain "
+            f"(1-5): {exp}. Learns best through {self.modality}, prefers a {self.pace} pace, "
+            f"usually wants to {self.goal} when asking a question; need for cognition "
+            f"{self.need_for_cognition:.1f}/5."
+        )
+
+
+@dataclass(frozen=True)
+class SamplingStats:
+    """What rejection sampling did.
+
+    Attributes:
+        drawn: Candidates drawn.
+        implausible: Rejected: occupation does not fit education or age.
+        too_similar: Rejected: Big Five profile too close to an earlier persona.
+        relaxed: Personas accepted without the diversity rule after ``max_tries``.
+    """
+
+    drawn: int = 0
+    implausible: int = 0
+    too_similar: int = 0
+    relaxed: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        """A JSON-ready ``dict``."""
+        return dict(self.__dict__)
+
+
+def sample_personas(
+    n: int,
+    seed: int,
+    *,
+    space: PersonaSpace | None = None,
+    min_distance: float = 0.35,
+    max_tries: int = 200,
+) -> tuple[list[Persona], SamplingStats]:
+    """Draw ``n`` personas, seeded.
+
+    Args:
+        n: Number of personas (>= 1).
+        seed: Root seed; persona ``i`` uses ``stream(seed, "personas", i, attempt)``.
+        space: The persona space (default: the shipped one).
+        min_distance: Smallest Euclidean distance of Big Five profiles (1-5 scale) between two
+            personas; 0 disables the diversity rule.
+        max_tries: Candidates per persona before the diversity rule is relaxed.
+
+    Returns:
+        The personas (ids ``p0000`` ...) and the rejection counts.
+
+    Raises:
+        ValueError: Bad arguments.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n: expected a positive integer, got {n!r}")
+    if not min_distance >= 0:
+        raise ValueError(f"min_distance: expected >= 0, got {min_distance!r}")
+    if isinstance(max_tries, bool) or not isinstance(max_tries, int) or max_tries < 1:
+        raise ValueError(f"max_tries: expected a positive integer, got {max_tries!r}")
+    return _sample(n, seed, space or load_persona_space(), min_distance, max_tries)
+
+
+def _choice(rng: np.random.Generator, weights: Mapping[str, float]) -> str:
+    keys = list(weights)
+    p = np.array([weights[k] for k in keys], dtype=float)
+    return keys[int(rng.choice(len(keys), p=p / p.sum()))]
+
+
+def _sample(
+    n: int, seed: int, space: PersonaSpace, min_distance: float, max_tries: int
+) -> tuple[list[Persona], SamplingStats]:
+    personas: list[Persona] = []
+    profiles: list[np.ndarray] = []
+    drawn = implausible = similar = relaxed = 0
+    for i in range(n):
+        fallback = None
+        for attempt in range(max_tries):
+            drawn += 1
+            candidate = _candidate(stream(seed, "personas", i, attempt), f"p{i:04d}", space)
+            if candidate is None:
+                implausible += 1
+                continue
+            vector = np.array([candidate.big_five[t] for t in BIG_FIVE])
+            if min_distance > 0 and any(
+                float(np.linalg.norm(vector - p)) < min_distance for p in profiles
+            ):
+                similar += 1
+                fallback = fallback or candidate
+                continue
+            break
+        else:
+            if fallback is None:
+                raise PrefDiscoError(
+                    f"persona {i}: no plausible candidate in {max_tries} tries; check the "
+                    "occupation constraints of the persona space"
+                )
+            candidate = fallback
+            relaxed += 1
+        personas.append(candidate)
+        profiles.append(np.array([candidate.big_five[t] for t in BIG_FIVE]))
+    return personas, SamplingStats(drawn, implausible, similar, relaxed)
+
+
+def _candidate(rng: np.random.Generator, persona_id: str, space: PersonaSpace) -> Persona | None:
+    big_five: dict[str, float] = {}
+    items: dict[str, tuple[int, ...]] = {}
+    for trait in BIG_FIVE:
+        latent = space.means[trait] + space.latent_sd * rng.standard_normal()
+        raw = latent + space.item_noise * rng.standard_normal(space.items_per_trait)
+        responses = np.clip(np.rint(raw), 1, 5).astype(int)
+        items[trait] = tuple(int(x) for x in responses)
+        big_five[trait] = round(float(responses.mean()), 2)
+    age = int(rng.integers(space.age[0], space.age[1] + 1))
+    gender = _choice(rng, space.genders)
+    education = space.education[
+        int(
+            rng.choice(
+                len(space.education),
+                p=np.array([r["weight"] for r in space.education])
+                / sum(r["weight"] for r in space.education),
+            )
+        )
+    ]
+    occupation = space.occupations[int(rng.integers(len(space.occupations)))]
+    region = space.regions[int(rng.integers(len(space.regions)))]
+    rank = int(education["rank"])
+    if (
+        age < int(education["min_age"])
+        or rank < space.education_rank(occupation["min_education"])
+        or age < int(occupation["min_age"])
+        or age > int(occupation.get("max_age", 200))
+    ):
+        return None
+    expertise = {}
+    typical = occupation.get("expertise") or {}
+    for domain in space.domains:
+        general = (
+            1
+            + 0.35 * (rank - 1)
+            + space.offsets.get(domain, 0.0)
+            + space.expertise_noise * rng.standard_normal()
+        )
+        if domain in typical:
+            general = max(general, typical[domain] + 0.4 * rng.standard_normal())
+        expertise[domain] = int(np.clip(round(general), 1, 5))
+    modality = _choice(rng, space.modality)
+    pace = _choice(rng, space.pace)
+    goal = _choice(rng, space.goal)
+    z_open = (big_five["openness"] - space.means["openness"]) / space.latent_sd
+    nfc = space.nfc["mean"] + space.nfc["openness_slope"] * z_open
+    nfc += space.nfc["noise"] * rng.standard_normal()
+    return Persona(
+        id=persona_id,
+        big_five=big_five,
+        big_five_items=items,
+        age=age,
+        gender=gender,
+        education=str(education["value"]),
+        occupation=str(occupation["value"]),
+        occupation_label=str(occupation["label"]),
+        region=region,
+        expertise=expertise,
+        modality=modality,
+        pace=pace,
+        goal=goal,
+        need_for_cognition=round(float(np.clip(nfc, 1.0, 5.0)), 1),
+    )
+
+
+def trait_vector(
+    persona: Persona, domain: str, space: PersonaSpace | None = None
+) -> dict[str, float]:
+    """Standardized traits of a persona for a task of ``domain``.
+
+    Big Five, expertise (in ``domain``), education, need for cognition and age are z-scores
+    (roughly mean 0, s.d. 1 in the population); pace is -1/0/1; ``modality:*`` and ``goal:*``
+    are 0/1 indicators. These are the trait names the taxonomy's loadings use.
+    """
+    space = space or load_persona_space()
+    z = {t: (persona.big_five[t] - space.means[t]) / (space.latent_sd * 0.85) for t in BIG_FIVE}
+    z["expertise"] = (persona.expertise.get(domain, 2) - 2.8) / 1.1
+    z["education"] = (space.education_rank(persona.education) - 2.6) / 1.2
+    z["need_for_cognition"] = (persona.need_for_cognition - space.nfc["mean"]) / 0.8
+    z["pace"] = PACE_Z[persona.pace]
+    z["age"] = (persona.age - (space.age[0] + space.age[1]) / 2) / 17.0
+    for name in space.modality:
+        z[f"modality:{name}"] = 1.0 if persona.modality == name else 0.0
+    for name in space.goal:
+        z[f"goal:{name}"] = 1.0 if persona.goal == name else 0.0
+    return z
+
+
+# -- enrichment ------------------------------------------------------------------------------
+
+
+def backstory_request(
+    persona: Persona, model: str, *, temperature: float = 0.7, previous: Sequence[str] = ()
+) -> LLMRequest:
+    """The request for ``persona``'s backstory (role ``"persona"``).
+
+    Args:
+        persona: The persona.
+        model: The writer model.
+        temperature: Sampling temperature.
+        previous: Earlier replies that were not a backstory (each adds a retry turn).
+    """
+    messages = prompts.persona_messages(persona.describe())
+    for text in previous:
+        messages = (*messages, *prompts.retry_turn(text, prompts.BACKSTORY_FORMAT))
+    return LLMRequest(
+        model,
+        messages,
+        {"temperature": temperature, "max_tokens": 400},
+        sample=len(previous),
+        role="persona",
+    )
+
+
+async def enrich_personas(
+    personas: Sequence[Persona],
+    client: Completer,
+    model: str,
+    *,
+    temperature: float = 0.7,
+    attempts: int = 2,
+) -> list[Persona]:
+    """Add an LLM-written backstory to each persona (validated; failures recorded).
+
+    Args:
+        personas: The personas.
+        client: Answers requests (an :class:`~prefduel.llm.client.LLMClient`).
+        model: The writer model.
+        temperature: Sampling temperature (the paper samples personas at 0.7).
+        attempts: Requests per persona before the failure is recorded.
+
+    Returns:
+        The personas with ``backstory`` (or ``backstory_error``) set.
+
+    Raises:
+        EpisodeError: A call failed after the client's retries (nothing is recorded for it;
+            run again to retry).
+    """
+    if attempts < 1:
+        raise ValueError(f"attempts: expected >= 1, got {attempts!r}")
+    return list(
+        await asyncio.gather(*(_enrich(p, client, model, temperature, attempts) for p in personas))
+    )
+
+
+async def _enrich(
+    persona: Persona, client: Completer, model: str, temperature: float, attempts: int
+) -> Persona:
+    previous: list[str] = []
+    for _ in range(attempts):
+        request = backstory_request(persona, model, temperature=temperature, previous=previous)
+        response = await client.complete(request)
+        if not response.ok:
+            raise EpisodeError(f"backstory of persona {persona.id}: {response.error}")
+        text = prompts.parse_backstory(response.text or "")
+        if text is not None:
+            return replace(persona, backstory=text, backstory_model=model, backstory_error=None)
+        previous.append(response.text or "")
+    error = f"no backstory after {attempts} attempt(s); last reply {previous[-1][:80]!r}"
+    return replace(persona, backstory=None, backstory_model=model, backstory_error=error)
+
+
+def save_personas(path: str | Path, personas: Sequence[Persona]) -> int:
+    """Write a persona library (JSONL, one persona per line); return the count."""
+    return write_jsonl(path, (p.to_json() for p in personas))
+
+
+def load_personas(path: str | Path) -> list[Persona]:
+    """Read a persona library written by :func:`save_personas`.
+
+    Raises:
+        DatasetError: Missing file, malformed line, or duplicate ids (names file and line).
+    """
+    rows = read_jsonl(path, what="persona library")
+    personas = [Persona.from_json(r, where=f"{path}, line {i + 1}") for i, r in enumerate(rows)]
+    ids = [p.id for p in personas]
+    if len(set(ids)) != len(ids):
+        raise DatasetError(f"persona library {path}: duplicate persona ids")
+    return personas
+
+
+def big_five_distance(a: Persona, b: Persona) -> float:
+    """Euclidean distance of two Big Five profiles (1-5 scale)."""
+    return math.sqrt(sum((a.big_five[t] - b.big_five[t]) ** 2 for t in BIG_FIVE))

@@ -1,0 +1,421 @@
+"""Report figures (matplotlib, imported lazily): learning curves, forest plot, heatmaps.
+
+Figures are drawn on :class:`matplotlib.figure.Figure` objects without pyplot (no global state,
+no GUI backend): PNG through Agg, SVG through matplotlib's SVG backend with text as paths, so
+the inline SVG needs no font. Every policy keeps one color in every figure
+(:func:`policy_colors`).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from prefduel.core.errors import PrefduelError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from prefduel.report.compute import ProfileTable, WorldReport
+
+INSTALL_HINT = 'pip install "prefduel[report]"'
+
+#: Colors of policies in order of assignment; the competitor is always :data:`COMPETITOR_COLOR`.
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+    "#000075",
+    "#800000",
+    "#469990",
+    "#f032e6",
+    "#808000",
+    "#4363d8",
+    "#f58231",
+    "#3cb44b",
+    "#911eb4",
+)
+#: Line style of policies by assignment order: the first 9 solid, then dash-dotted.
+SOLID_COLORS = 9
+DASHDOT = (0, (6, 1.6, 1.6, 1.6))
+COMPETITOR_COLOR = "#6b6b6b"
+COMPETITOR_DASH = (0, (4, 2))
+
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#e6e6e6",
+    "grid.linewidth": 0.7,
+    "axes.edgecolor": "#555555",
+    "axes.axisbelow": True,
+    "legend.frameon": False,
+    "xtick.color": "#333333",
+    "ytick.color": "#333333",
+    "svg.fonttype": "path",
+    "figure.dpi": 100,
+}
+PNG_DPI = 150
+
+
+class MissingDependencyError(PrefduelError, ImportError):
+    """An optional dependency (matplotlib for report figures) is not installed."""
+
+
+def require_matplotlib() -> Any:
+    """Import matplotlib, or explain how to install it.
+
+    Raises:
+        MissingDependencyError: matplotlib is not installed (names the extra to install).
+    """
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"prefduel report draws its figures with matplotlib, which is not installed; "
+            f"install it with: {INSTALL_HINT}"
+        ) from exc
+    return matplotlib
+
+
+def style() -> AbstractContextManager:
+    """Context with the report's matplotlib style."""
+    return require_matplotlib().rc_context(STYLE)
+
+
+def policy_colors(policies: Sequence[str], competitor: str | None = None) -> dict[str, str]:
+    """One color per policy, stable for a given set (sorted names), gray for the competitor."""
+    colors = {}
+    others = sorted(p for p in dict.fromkeys(policies) if p != competitor)
+    for i, policy in enumerate(others):
+        colors[policy] = PALETTE[i % len(PALETTE)]
+    if competitor is not None:
+        colors[competitor] = COMPETITOR_COLOR
+    return colors
+
+
+def line_style(policy: str, colors: dict[str, str], competitor: str | None) -> Any:
+    """Dashed for the competitor; dash-dotted for policies past the 9th color; else solid."""
+    if policy == competitor:
+        return COMPETITOR_DASH
+    others = [p for p in colors if p != competitor]
+    rank = others.index(policy) if policy in others else 0
+    return DASHDOT if rank >= SOLID_COLORS else "solid"
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a world name (``./w/x`` -> ``w_x``)."""
+    text = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")
+    return text or "world"
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """``name`` cut to its last ``width`` characters (long stored-world paths in titles)."""
+    return name if len(name) <= width else "…" + name[-(width - 1) :]
+
+
+@dataclass
+class SavedFigure:
+    """A figure written as ``stem.png`` and ``stem.svg``, with the SVG markup for inlining.
+
+    Attributes:
+        stem: File name without extension.
+        png: Path of the PNG.
+        svg: Path of the SVG.
+        inline: The SVG element, ids prefixed with ``stem`` so several can share a page.
+    """
+
+    stem: str
+    png: Path
+    svg: Path
+    inline: str
+
+
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def _inline_svg(text: str, prefix: str) -> str:
+    """The ``<svg>`` element of a standalone SVG file, with ids made unique by ``prefix``."""
+    text = text[text.index("<svg") :]
+    text = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', text)
+    text = text.replace('href="#', f'href="#{prefix}-').replace("url(#", f"url(#{prefix}-")
+    return text.replace("<svg ", f'<svg role="img" aria-label="{prefix}" ', 1).strip()
+
+
+def save_figure(fig: Figure, directory: Path, stem: str) -> SavedFigure:
+    """Write ``fig`` as ``directory/stem.png`` and ``.svg``; return both with the inline SVG.
+
+    The layout is computed once (for the PNG) and then frozen for the SVG.
+    """
+    matplotlib = require_matplotlib()
+    directory.mkdir(parents=True, exist_ok=True)
+    png, svg = directory / f"{stem}.png", directory / f"{stem}.svg"
+    fig.savefig(png, format="png", dpi=PNG_DPI, metadata={"Software": None})
+    fig.set_layout_engine("none")
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": stem, "svg.fonttype": "path"}):
+        fig.savefig(
+            buf,
+            format="svg",
+            metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
+        )
+    text = buf.getvalue()
+    svg.write_text(text, encoding="utf-8")
+    return SavedFigure(stem=stem, png=png, svg=svg, inline=_inline_svg(text, stem))
+
+
+def _legend_label(policy: str, n: int) -> str:
+    return f"{policy}  (n={n})"
+
+
+def learning_figure(
+    report: WorldReport, colors: dict[str, str], competitor: str | None, window: int
+) -> Figure:
+    """Two panels: excess regret per arrival (centered moving mean, 95% band) and per round.
+
+    Args:
+        report: The world's numbers (``curves`` and ``rounds`` per policy).
+        colors: Color of each policy.
+        competitor: Drawn dashed (or None).
+        window: Moving-mean window, for the axis label.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11.5, 4.0), layout="constrained")
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1.0]})
+    policies = [p for p in report.policies if p in report.curves]
+    for policy in policies:
+        curve, rounds = report.curves[policy], report.rounds[policy]
+        color = colors.get(policy, "#000000")
+        dashed = line_style(policy, colors, competitor)
+        x = curve["arrival"] + 1
+        left.fill_between(x, curve["lo"], curve["hi"], color=color, alpha=0.13, lw=0)
+        left.plot(
+            x,
+            curve["mean"],
+            color=color,
+            lw=1.5,
+            ls=dashed,
+            label=_legend_label(policy, curve["n"]),
+        )
+        right.fill_between(
+            rounds["round"], rounds["lo"], rounds["hi"], color=color, alpha=0.13, lw=0
+        )
+        right.plot(
+            rounds["round"], rounds["mean"], color=color, lw=1.4, ls=dashed, marker="o", ms=2.5
+        )
+    left.set_xlabel("arrival (student number, in order of arrival)")
+    left.set_ylabel(f"excess regret per arrival\n(centered {window}-arrival moving mean)")
+    left.set_title("Learning across students", loc="left")
+    right.set_xlabel("round (question within a session)")
+    right.set_ylabel("mean excess regret per round")
+    right.set_title("Learning within a session", loc="left")
+    if policies:
+        n_max = max(report.rounds[p]["round"].size for p in policies)
+        right.set_xticks(sorted({1, *range(4, n_max + 1, 4), n_max}))
+        left.set_xlim(1, max(report.curves[p]["arrival"].size for p in policies))
+    for ax in (left, right):
+        ax.set_ylim(bottom=0)
+    if policies:
+        fig.legend(
+            loc="outside right upper",
+            title="policy (seeds)",
+            fontsize=8,
+            title_fontsize=8,
+            handlelength=2.2,
+        )
+    fig.suptitle(
+        f"{short_name(report.world, 60)}: excess regret over the floor, "
+        "mean over seeds, 95% t bands",
+        x=0.01,
+        ha="left",
+        fontsize=11,
+        fontweight="bold",
+    )
+    return fig
+
+
+def forest_figure(
+    reports: Sequence[WorldReport], colors: dict[str, str], competitor: str
+) -> Figure | None:
+    """Paired change in excess regret vs ``competitor``: one panel per world, shared rows.
+
+    Rows are policies, in one order for every panel (best mean change over worlds first).
+    Each entry: the mean (dot), the 95% t interval (thick) and the 95% bootstrap interval
+    (thin, with caps, below); ``n=...`` beside an entry that used fewer or more seeds than
+    the panel's usual count (in its title). Returns None when no world has gains.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    worlds = [r for r in reports if r.gains]
+    if not worlds:
+        return None
+    changes: dict[str, list[float]] = {}
+    for report in worlds:
+        for g in report.gains:
+            changes.setdefault(g["policy"], []).append(g["change_mean"])
+    order = sorted(changes, key=lambda p: (float(np.mean(changes[p])), p))
+    row = {p: i for i, p in enumerate(order)}
+    ncols = min(3, len(worlds))
+    nrows = math.ceil(len(worlds) / ncols)
+    label_width = max(len(p) for p in order)
+    fig = Figure(
+        figsize=(0.4 + 0.075 * label_width + 3.3 * ncols, nrows * (0.8 + 0.3 * len(order)) + 0.9),
+        layout="constrained",
+    )
+    axes = np.atleast_1d(
+        fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+    ).ravel()
+    for ax, report in zip(axes, worlds, strict=False):
+        usual = max(g["n"] for g in report.gains)
+        for g in report.gains:
+            y, color = row[g["policy"]], colors.get(g["policy"], "#000000")
+            right = g["change_mean"]
+            if math.isfinite(g["t_lo"]):
+                ax.hlines(y - 0.1, g["t_lo"], g["t_hi"], color=color, lw=3.2, alpha=0.7)
+                right = max(right, g["t_hi"])
+            if math.isfinite(g["boot_lo"]):
+                ax.errorbar(
+                    g["change_mean"],
+                    y + 0.17,
+                    xerr=[[g["change_mean"] - g["boot_lo"]], [g["boot_hi"] - g["change_mean"]]],
+                    fmt="none",
+                    ecolor=color,
+                    elinewidth=1.0,
+                    capsize=2.5,
+                )
+                right = max(right, g["boot_hi"])
+            ax.plot(g["change_mean"], y - 0.1, "o", color=color, ms=5, mec="white", mew=0.7)
+            if g["n"] != usual:
+                ax.annotate(
+                    f"n={g['n']}",
+                    (right, y),
+                    xytext=(5, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=7,
+                    color="#555555",
+                )
+        ax.axvline(0, color="#444444", lw=0.9)
+        ax.grid(axis="y", visible=False)
+        ax.set_title(
+            f"{short_name(report.world, 32)}  ·  n = {usual} seeds", loc="left", fontweight="bold"
+        )
+        ax.xaxis.set_tick_params(labelbottom=True)
+    axes[0].set_yticks(np.arange(len(order)), order)
+    axes[0].set_ylim(len(order) - 0.5, -0.6)
+    for ax in axes[len(worlds) :]:
+        ax.set_visible(False)
+    handles = [
+        Line2D([], [], color="#444444", marker="o", ls="", ms=5, label="mean over paired seeds"),
+        Line2D([], [], color="#444444", lw=3.2, alpha=0.7, label="95% t interval"),
+        Line2D([], [], color="#444444", lw=1.0, marker="|", ms=6, label="95% bootstrap interval"),
+    ]
+    fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=8)
+    fig.supxlabel(
+        f"change in excess regret vs {competitor} (%), paired by seed; negative is better",
+        fontsize=9,
+    )
+    return fig
+
+
+def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int = 40) -> Figure:
+    """Groups (rows) x policies (columns), each cell relative to the policy's own mean.
+
+    Color and label: ``100 (excess_group / excess_policy - 1)`` %, the excess regret per
+    arrival of the group against the policy's mean over all its arrivals (blue: served better
+    than its average, red: worse). The absolute values are in the report's table.
+
+    Args:
+        table: The per-profile breakdown of one world.
+        colors: Color of each policy (a strip above its column).
+        max_groups: Draw at most this many groups (the first in display order).
+    """
+    require_matplotlib()
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.figure import Figure
+
+    groups = table.groups[:max_groups]
+    values = table.matrix()[: len(groups)]
+    overall = np.array([table.overall.get(p, np.nan) for p in table.policies])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = 100.0 * (values / overall[None, :] - 1.0)
+    n_rows, n_cols = rel.shape
+    label_width = max((len(g) for g in groups), default=8)
+    fig = Figure(
+        figsize=(max(6.5, 1.6 + 0.065 * label_width + 0.56 * n_cols), 2.1 + 0.26 * n_rows),
+        layout="constrained",
+    )
+    ax = fig.subplots()
+    finite = np.abs(rel[np.isfinite(rel)])
+    bound = max(float(finite.max()) if finite.size else 1.0, 1.0)
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=-bound, vmax=bound)
+    image = ax.imshow(rel, cmap="RdBu_r", norm=norm, aspect="auto")
+    ax.grid(False)
+    ax.set_xticks(np.arange(n_cols), table.policies, rotation=40, ha="right")
+    ax.set_yticks(np.arange(n_rows), groups)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    if n_rows * n_cols <= 700:
+        for i in range(n_rows):
+            for j in range(n_cols):
+                v = rel[i, j]
+                if not np.isfinite(v):
+                    continue
+                dark = abs(v) > 0.55 * bound
+                ax.text(
+                    j,
+                    i,
+                    "0%" if round(v) == 0 else f"{v:+.0f}%",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if dark else "#222222",
+                )
+    facets = [g.split(": ", 1)[0] if ": " in g else "" for g in groups]
+    for i in range(1, n_rows):
+        if facets[i] != facets[i - 1]:
+            ax.axhline(i - 0.5, color="white", lw=2.5)
+    for j, policy in enumerate(table.policies):
+        ax.add_patch(_rect((j - 0.5, -0.5 - 0.38), 1.0, 0.3, colors.get(policy, "#000000")))
+    ax.set_ylim(n_rows - 0.5, -0.5 - 0.45)
+    cbar = fig.colorbar(image, ax=ax, aspect=max(12.0, 1.6 * n_rows), pad=0.01)
+    cbar.set_label("vs the policy's mean (%)")
+    cbar.outline.set_visible(False)
+    what = "hidden profile" if table.grouping == "profile" else "trait value and quirk"
+    ax.set_title(
+        f"{short_name(table.world)}\nexcess regret per arrival by {what},\n"
+        "relative to each policy's mean",
+        loc="left",
+        fontweight="bold",
+        fontsize=9.5,
+    )
+    return fig
+
+
+def _rect(xy: tuple[float, float], width: float, height: float, color: str) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle(xy, width, height, color=color, clip_on=False, lw=0)

@@ -1,0 +1,136 @@
+"""Run one (world, seed, policy) cell with common random numbers."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from prefduel import __version__
+from prefduel.core.errors import PolicyError
+from prefduel.core.regret import floor_regret, pair_regret, random_regret, score
+from prefduel.core.rng import stream
+from prefduel.policies.base import policy_context, validate_pair
+from prefduel.policies.loading import load_policy, resolve_policy
+from prefduel.worlds.world import World
+
+
+@dataclass
+class Trajectory:
+    """What a policy did in one cell: shown pairs ``first``/``second`` and ``outcome`` (N x S)."""
+
+    first: np.ndarray
+    second: np.ndarray
+    outcome: np.ndarray
+
+
+def play(world: World, policy: Any, rng: np.random.Generator, label: str = "policy") -> Trajectory:
+    """Drive ``policy`` through every arrival and round of ``world``.
+
+    The click for a shown pair ``(i, j)`` is computed in canonical order,
+    ``y = u < P[min(i, j), max(i, j)]``, then flipped when the policy listed the larger index
+    first, so ``(i, j)`` and ``(j, i)`` receive the same click under common random numbers.
+
+    Raises:
+        PolicyError: naming the policy, world, seed, arrival and round of any protocol violation
+            or exception raised by the policy.
+    """
+    n_arr, n_rounds, k = world.N, world.S, world.K
+    first = np.empty((n_arr, n_rounds), dtype=np.int64)
+    second = np.empty((n_arr, n_rounds), dtype=np.int64)
+    outcome = np.empty((n_arr, n_rounds), dtype=np.int8)
+    phi_all = world.Phi.view()
+    phi_all.flags.writeable = False  # a policy must not change what later policies see
+    p_all, u_all = world.P, world.u
+    where = f"policy {label!r} on world {world.name!r}, seed {world.seed}"
+
+    def call(method: str, *args: Any, arrival: int | None = None, rnd: int | None = None):
+        try:
+            return getattr(policy, method)(*args)
+        except PolicyError:
+            raise
+        except Exception as exc:
+            at = (
+                ""
+                if arrival is None
+                else f", arrival {arrival}" + ("" if rnd is None else f", round {rnd}")
+            )
+            raise PolicyError(
+                f"{where}{at}: {method}() raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+    call("reset", rng, policy_context(n_arr, n_rounds, k, world.d))
+    for n in range(n_arr):
+        call("start_student", arrival=n)
+        for s in range(n_rounds):
+            phi = phi_all[n, s]
+            raw = call("select", phi, arrival=n, rnd=s)
+            try:
+                i, j = validate_pair(raw, k)
+            except ValueError as exc:
+                raise PolicyError(f"{where}, arrival {n}, round {s}: {exc}") from exc
+            lo, hi = (i, j) if i < j else (j, i)
+            y = int(u_all[n, s] < p_all[n, s, lo, hi])
+            if i > j:
+                y = 1 - y
+            call("update", y, arrival=n, rnd=s)
+            first[n, s], second[n, s], outcome[n, s] = i, j, y
+        call("end_student", arrival=n)
+    return Trajectory(first, second, outcome)
+
+
+def summarize(world: World, first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
+    """Regret, floor, exact random regret, excess and score of shown pairs (each N x S)."""
+    regret = pair_regret(world.U, first, second)
+    floor = floor_regret(world.U)
+    rand = random_regret(world.U)
+    total_r, total_g, total_rand = float(regret.sum()), float(floor.sum()), float(rand.sum())
+    excess = regret - floor
+    return {
+        "R": total_r,
+        "G": total_g,
+        "R_rand": total_rand,
+        "excess": total_r - total_g,
+        "score": score(total_r, total_rand, total_g),
+        "excess_per_arrival": [round(float(x), 10) for x in excess.sum(axis=1)],
+        "excess_per_round": [round(float(x), 10) for x in excess.mean(axis=0)],
+    }
+
+
+def policy_rng(seed: int, canonical: str) -> np.random.Generator:
+    """The generator a policy receives in ``reset`` for a seed (depends on its spec only)."""
+    return stream(seed, "policy", canonical)
+
+
+def run_cell(world: World, spec: str, *, keep_trajectory: bool = False) -> dict[str, Any]:
+    """Run the policy named by ``spec`` on ``world`` and return its result row.
+
+    Args:
+        world: The world (its ``seed`` is the cell's seed).
+        spec: A policy spec (registered id with settings, ``file.py:Class`` or ``module:Class``).
+        keep_trajectory: Also return the shown pairs and clicks under ``"trajectory"``.
+
+    Returns:
+        A JSON-serializable row: world, seed, policy (canonical spec), R, G, R_rand, excess,
+        score, excess_per_arrival (N), excess_per_round (S, mean over arrivals), wall_time,
+        version.
+    """
+    canonical = resolve_policy(spec)[2]
+    policy = load_policy(spec)
+    start = time.perf_counter()
+    traj = play(world, policy, policy_rng(world.seed, canonical), label=canonical)
+    wall = time.perf_counter() - start
+    row: dict[str, Any] = {
+        "kind": "policy",
+        "world": world.name,
+        "seed": int(world.seed),
+        "policy": canonical,
+        **summarize(world, traj.first, traj.second),
+        "wall_time": round(wall, 4),
+        "version": __version__,
+    }
+    if keep_trajectory:
+        row["trajectory"] = traj
+    return row

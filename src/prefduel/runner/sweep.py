@@ -1,0 +1,372 @@
+"""Sweep a grid of worlds x seeds x policies, in parallel, resumably, into a JSONL store.
+
+A *cell* is one ``(world, seed, policy)``; besides the policy cells, every ``(world, seed)`` gets
+its reference rows (floor, random, oracles, ...; see :mod:`prefduel.stats.references`).
+Cells already in the results file are skipped, so re-running an interrupted sweep resumes it.
+
+The work is cut into *units*, one per ``(world, seed)`` with its unfinished policies (and its
+references when missing), so each world is generated once per unit. Units run on any
+:class:`concurrent.futures.Executor`: none for ``jobs=1`` (in-process), a
+:class:`~concurrent.futures.ProcessPoolExecutor` for ``jobs>1``, or one passed in, e.g. a Dask
+``Client.get_executor()``. Workers only compute; the coordinating process appends their rows to
+the store as units finish (so the file order may vary between runs, the rows do not).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from threadpoolctl import threadpool_limits
+from tqdm import tqdm
+
+from prefduel.core.errors import LockedRosterError, PrefduelError, SpecError
+from prefduel.policies.loading import load_policy, resolve_policy
+from prefduel.runner.cell import run_cell
+from prefduel.runner.store import ResultsStore
+from prefduel.worlds.rosters import get_roster, get_world, is_world_path
+from prefduel.worlds.world import World, load_world
+
+ReferenceFn = Callable[[World], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: a world and seed, the policies to run on it, and whether to add the
+    reference rows.
+
+    Attributes:
+        world: World label (roster id or normalized stored-world path).
+        seed: World seed.
+        policies: Canonical policy specs still to run.
+        references: Compute the reference rows too.
+        allow_test: Passed to :func:`~prefduel.worlds.rosters.get_world`.
+        reference_fn: Replacement for ``reference_rows`` (tests, extensions); must be picklable.
+    """
+
+    world: str
+    seed: int
+    policies: tuple[str, ...]
+    references: bool
+    allow_test: bool = False
+    reference_fn: ReferenceFn | None = None
+
+
+@dataclass
+class UnitResult:
+    """What a unit produced: the rows it finished and, if it stopped early, the error."""
+
+    unit: Unit
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def world_label(name: str) -> str:
+    """The label a world carries in result rows: the roster id, or the normalized path of a
+    stored world (``./w/``, ``w/world.json`` -> ``w``; a directory named like a roster keeps
+    its ``./``)."""
+    name = name.strip()
+    if not is_world_path(name):
+        return name
+    path = Path(name)
+    if path.name == "world.json":
+        path = path.parent
+    label = os.path.normpath(str(path))
+    # keep a directory that is named like a roster (./dev) distinguishable from the roster
+    return label if is_world_path(label) else os.path.join(os.curdir, label)
+
+
+def _check_world(name: str, allow_test: bool) -> str:
+    """Validate one world name (cheaply for rosters, by loading for stored worlds)."""
+    label = world_label(name)
+    if not label:
+        raise SpecError("empty world name")
+    if is_world_path(label):
+        load_world(label)
+        return label
+    roster = get_roster(label)
+    if roster.locked and not allow_test:
+        raise LockedRosterError(
+            f"roster {label!r} is a locked held-out roster; pass allow_test=True "
+            "(CLI: --allow-test) to run it, once, for reporting"
+        )
+    return label
+
+
+def _check_policy(spec: str) -> str:
+    """Resolve and build a policy spec once (so bad ids/settings/files fail now); canonical."""
+    canonical = resolve_policy(spec)[2]
+    load_policy(spec)
+    return canonical
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise SpecError(f"seeds must be non-negative integers, got {seed!r}")
+    return int(seed)
+
+
+def _unique(items: Iterable[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))
+
+
+def validate_grid(
+    worlds: Sequence[str], seeds: Sequence[int], policies: Sequence[str], *, allow_test: bool
+) -> tuple[list[str], list[int], list[str]]:
+    """Check a grid before any work and return it normalized (labels, seeds, canonical specs).
+
+    Raises:
+        SpecError: empty lists, negative seeds, malformed policy specs or settings.
+        UnknownIdError: unknown roster or policy (the message lists the known ones).
+        LockedRosterError: a locked roster without ``allow_test``.
+        WorldFormatError: a stored world that is missing or corrupt.
+    """
+    for what, items in (("worlds", worlds), ("seeds", seeds), ("policies", policies)):
+        if isinstance(items, str) or not items:
+            raise SpecError(f"{what}: expected a non-empty list, got {items!r}")
+    labels = _unique(_check_world(w, allow_test) for w in worlds)
+    seed_list = _unique(_check_seed(s) for s in seeds)
+    specs = _unique(_check_policy(p) for p in policies)
+    return labels, seed_list, specs
+
+
+# -- planning --------------------------------------------------------------------------------
+
+
+def plan_units(
+    store: ResultsStore,
+    worlds: Sequence[str],
+    seeds: Sequence[int],
+    specs: Sequence[str],
+    *,
+    allow_test: bool = False,
+    reference_fn: ReferenceFn | None = None,
+) -> list[Unit]:
+    """Units for the cells of the grid that are not in ``store`` yet, in grid order.
+
+    A ``(world, seed)`` whose stored reference rows miss any name of
+    :data:`prefduel.stats.references.REFERENCES` gets its references computed again
+    (rows already stored are not written twice).
+    """
+    from prefduel.stats.references import REFERENCES as ref_names
+
+    units = []
+    for world in worlds:
+        for seed in seeds:
+            todo = tuple(p for p in specs if ("policy", world, seed, p) not in store)
+            refs = any(("reference", world, seed, r) not in store for r in ref_names)
+            if todo or refs:
+                units.append(Unit(world, seed, todo, refs, allow_test, reference_fn))
+    return units
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def _unit_world(unit: Unit) -> World:
+    """The world of a unit, labelled with the unit's name and seed.
+
+    A stored world has fixed arrays; its seed in the rows (and so the policies' random streams)
+    is the requested one.
+    """
+    world = get_world(unit.world, unit.seed, allow_test=unit.allow_test)
+    if world.roster != unit.world or world.seed != unit.seed:
+        world = dataclasses.replace(world, roster=unit.world, seed=unit.seed)
+    return world
+
+
+def _reference_rows(world: World, reference_fn: ReferenceFn | None) -> list[dict[str, Any]]:
+    if reference_fn is None:
+        from prefduel.stats.references import reference_rows as reference_fn
+    return list(reference_fn(world))
+
+
+def run_unit(unit: Unit) -> UnitResult:
+    """Run a unit (in a worker or in-process) and return its rows.
+
+    A :class:`~prefduel.core.errors.PrefduelError` (e.g. a policy breaking the protocol)
+    stops the unit; the rows finished before it are returned with the error, so the
+    coordinator can store them before re-raising. Other exceptions propagate.
+    """
+    result = UnitResult(unit)
+    # Policies work on tiny matrices: threaded BLAS only adds overhead there, and with one
+    # worker per core it oversubscribes the machine (measured: CODuel runs 1.7x slower).
+    with threadpool_limits(limits=1):
+        _run_unit_cells(unit, result)
+    return result
+
+
+def _run_unit_cells(unit: Unit, result: UnitResult) -> None:
+    try:
+        world = _unit_world(unit)
+        for spec in unit.policies:
+            result.rows.append(run_cell(world, spec))
+        if unit.references:
+            for row in _reference_rows(world, unit.reference_fn):
+                result.rows.append({**row, "world": unit.world, "seed": unit.seed})
+    except PrefduelError as exc:
+        result.error = exc
+
+
+def _record(store: ResultsStore, bar: Any, result: UnitResult) -> None:
+    """Append a unit's rows to the store and advance the bar by its policy cells."""
+    for row in result.rows:
+        store.append(row)
+    done = sum(row.get("kind") == "policy" for row in result.rows)
+    bar.update(done)
+    bar.set_postfix_str(f"{result.unit.world} seed {result.unit.seed}", refresh=False)
+
+
+def _run_inline(units: Sequence[Unit], store: ResultsStore, bar: Any) -> None:
+    for unit in units:
+        result = run_unit(unit)
+        _record(store, bar, result)
+        if result.error is not None:
+            raise result.error
+
+
+def _run_futures(futures: Sequence[Future], store: ResultsStore, bar: Any) -> None:
+    """Store results in completion order; on the first error cancel what has not started,
+    store what still finishes, then raise the error."""
+    error: BaseException | None = None
+    try:
+        for fut in as_completed(futures):
+            if fut.cancelled():
+                continue
+            exc = fut.exception()
+            result = fut.result() if exc is None else None
+            if result is not None:
+                _record(store, bar, result)
+                exc = result.error
+            if exc is not None and error is None:
+                error = exc
+                for other in futures:
+                    other.cancel()
+    except BaseException:
+        for other in futures:
+            other.cancel()
+        raise
+    if error is not None:
+        raise error
+
+
+def _run_units(
+    units: Sequence[Unit],
+    store: ResultsStore,
+    bar_factory: Callable[[], Any],
+    jobs: int,
+    executor: Executor | None,
+) -> None:
+    if executor is None and jobs == 1:
+        with bar_factory() as bar:
+            _run_inline(units, store, bar)
+        return
+    own = executor is None
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(units))) if own else executor
+    interrupted = False
+    try:
+        # Submit before the progress bar starts its monitor thread (forking with threads is unsafe).
+        futures = [pool.submit(run_unit, unit) for unit in units]
+        with bar_factory() as bar:
+            _run_futures(futures, store, bar)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        if own:
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
+
+
+def _grid_rows(
+    store: ResultsStore, worlds: Sequence[str], seeds: Sequence[int], specs: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Rows of the grid in grid order: per world and seed, the policies then the references."""
+    wanted = {(w, s) for w in worlds for s in seeds}
+    refs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_key = {}
+    for row in store:
+        ws = (row["world"], row["seed"])
+        if ws in wanted and row["kind"] == "reference":
+            refs.setdefault(ws, []).append(row)
+        by_key[(row["kind"], row["world"], row["seed"], row["policy"])] = row
+    out = []
+    for world in worlds:
+        for seed in seeds:
+            out += [by_key[("policy", world, seed, p)] for p in specs]
+            out += refs.get((world, seed), [])
+    return out
+
+
+def sweep(
+    worlds: Sequence[str],
+    seeds: Sequence[int],
+    policies: Sequence[str],
+    out: str | Path,
+    jobs: int = 1,
+    allow_test: bool = False,
+    progress: bool = True,
+    executor: Executor | None = None,
+    *,
+    reference_fn: ReferenceFn | None = None,
+) -> list[dict[str, Any]]:
+    """Run every unfinished cell of ``worlds x seeds x policies`` and return the grid's rows.
+
+    Everything is validated before any work starts. Finished cells (rows already in ``out``)
+    are skipped, so an interrupted sweep resumes where it stopped.
+
+    Args:
+        worlds: Roster ids or stored-world paths.
+        seeds: World seeds (non-negative integers).
+        policies: Policy specs (``random``, ``coduel:gate=off``, ``my.py:MyPolicy``, ...).
+        out: JSONL results file (created if missing; rows are appended).
+        jobs: Local worker processes; 1 runs in this process. Ignored when ``executor`` is given.
+        allow_test: Allow locked held-out rosters.
+        progress: Show a progress bar over policy cells on stderr.
+        executor: Any :class:`concurrent.futures.Executor` to run units on (e.g. a Dask
+            ``Client.get_executor()``); it is not shut down here.
+        reference_fn: Function ``World -> rows`` replacing
+            :func:`prefduel.stats.references.reference_rows` (must be picklable).
+
+    Returns:
+        All rows of the grid (previously stored and new), in grid order: per world and seed,
+        the policy rows in the order of ``policies``, then the reference rows.
+
+    Raises:
+        SpecError, UnknownIdError, LockedRosterError, WorldFormatError: invalid grid (before any
+            work).
+        PolicyError: a policy broke the protocol or raised; rows finished before it are stored.
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise SpecError(f"jobs must be a positive integer, got {jobs!r}")
+    labels, seed_list, specs = validate_grid(worlds, seeds, policies, allow_test=allow_test)
+    store = ResultsStore(out)
+    units = plan_units(
+        store, labels, seed_list, specs, allow_test=allow_test, reference_fn=reference_fn
+    )
+    if units:
+        total = len(labels) * len(seed_list) * len(specs)
+        todo = sum(len(u.policies) for u in units)
+
+        def bar_factory() -> Any:
+            return tqdm(
+                total=total,
+                initial=total - todo,
+                unit="cell",
+                desc="prefduel",
+                file=sys.stderr,
+                disable=not progress,
+                dynamic_ncols=True,
+            )
+
+        _run_units(units, store, bar_factory, jobs, executor)
+    return _grid_rows(store, labels, seed_list, specs)

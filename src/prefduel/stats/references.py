@@ -1,0 +1,135 @@
+"""Reference rows computed from a world's utilities (not run as policies).
+
+Rows share the keys of policy rows (see :func:`prefduel.runner.cell.run_cell`) with
+``"kind": "reference"``:
+
+=========================  ==============================================================
+``ref:floor``              the two best personas every round (score 100 by definition)
+``ref:random``             uniformly random distinct pairs, exact expectation (score 0)
+``ref:best-single-pair``   the one fixed pair with least regret over the whole roster
+``ref:best-pair-per-user`` each user's best fixed pair, chosen in hindsight
+``ref:oracle-user``        per-user linear oracle: each user's theta fitted in hindsight by
+                           least squares of U on the policy features, top-2 of theta.phi
+``ref:oracle-pooled``      one theta for the whole roster, fitted the same way
+``ref:rater-top2``         the two personas with the highest rater score g (no learning)
+=========================  ==============================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from prefduel import __version__
+from prefduel.core.btl import pairs_of
+from prefduel.core.regret import floor_regret, random_regret
+from prefduel.runner.cell import summarize
+from prefduel.worlds.world import World
+
+REFERENCES = (
+    "ref:floor",
+    "ref:random",
+    "ref:best-single-pair",
+    "ref:best-pair-per-user",
+    "ref:oracle-user",
+    "ref:oracle-pooled",
+    "ref:rater-top2",
+)
+
+
+def _top2(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the best and second-best entries along the last axis."""
+    order = np.argsort(-scores, axis=-1, kind="stable")
+    return order[..., 0], order[..., 1]
+
+
+def pair_totals(utilities: np.ndarray) -> np.ndarray:
+    """Regret of every fixed pair summed over rounds: ``(N, n_pairs)`` from ``U (N, S, K)``."""
+    pairs = pairs_of(utilities.shape[-1])
+    best = utilities.max(axis=-1, keepdims=True)
+    per_round = 2 * best - utilities[..., pairs[:, 0]] - utilities[..., pairs[:, 1]]
+    return per_round.sum(axis=1)
+
+
+def linear_oracle_theta(phi: np.ndarray, utilities: np.ndarray, ridge: float = 1e-6) -> np.ndarray:
+    """Least-squares theta of ``U ~ theta . phi`` per leading index.
+
+    Args:
+        phi: ``(G, M, K, d)`` features, G groups (users, or 1 for pooled) of M rounds.
+        utilities: ``(G, M, K)``.
+        ridge: Tiny ridge so an unidentified direction gets the minimum-norm answer.
+
+    Returns:
+        ``(G, d)`` fitted weights.
+    """
+    g, _, _, d = phi.shape
+    x = phi.reshape(g, -1, d)
+    y = utilities.reshape(g, -1)
+    gram = np.einsum("gni,gnj->gij", x, x) + ridge * np.eye(d)
+    rhs = np.einsum("gni,gn->gi", x, y)
+    return np.linalg.solve(gram, rhs[..., None])[..., 0]
+
+
+def reference_pairs(world: World) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Shown pairs ``(first, second)``, each ``(N, S)``, of the pair-based references."""
+    n, s = world.N, world.S
+    pairs = pairs_of(world.K)
+    totals = pair_totals(world.U)
+    single = pairs[np.argmin(totals.sum(axis=0))]
+    per_user = pairs[np.argmin(totals, axis=1)]  # (N, 2)
+    theta_user = linear_oracle_theta(world.Phi, world.U)
+    theta_pool = linear_oracle_theta(
+        world.Phi.reshape(1, n * s, world.K, world.d), world.U.reshape(1, n * s, world.K)
+    )[0]
+    return {
+        "ref:best-single-pair": (np.full((n, s), single[0]), np.full((n, s), single[1])),
+        "ref:best-pair-per-user": (
+            np.repeat(per_user[:, :1], s, axis=1),
+            np.repeat(per_user[:, 1:], s, axis=1),
+        ),
+        "ref:oracle-user": _top2(np.einsum("nskd,nd->nsk", world.Phi, theta_user)),
+        "ref:oracle-pooled": _top2(world.Phi @ theta_pool),
+        "ref:rater-top2": _top2(world.Phi[..., -1]),
+    }
+
+
+def reference_rows(world: World) -> list[dict[str, Any]]:
+    """All reference rows of ``world`` (see the module docstring)."""
+    rows = []
+    base = {"kind": "reference", "world": world.name, "seed": int(world.seed)}
+    floor = floor_regret(world.U)
+    rand = random_regret(world.U)
+    total_g, total_rand = float(floor.sum()), float(rand.sum())
+    excess_rand = rand - floor
+    fixed = {
+        "ref:floor": (total_g, np.zeros_like(floor)),
+        "ref:random": (total_rand, excess_rand),
+    }
+    for name, (total, excess) in fixed.items():
+        rows.append(
+            {
+                **base,
+                "policy": name,
+                "R": total,
+                "G": total_g,
+                "R_rand": total_rand,
+                "excess": total - total_g,
+                "score": 100.0 if name == "ref:floor" else 0.0,
+                "excess_per_arrival": [round(float(x), 10) for x in excess.sum(axis=1)],
+                "excess_per_round": [round(float(x), 10) for x in excess.mean(axis=0)],
+                "wall_time": 0.0,
+                "version": __version__,
+            }
+        )
+    for name, (first, second) in reference_pairs(world).items():
+        rows.append(
+            {
+                **base,
+                "policy": name,
+                **summarize(world, first, second),
+                "wall_time": 0.0,
+                "version": __version__,
+            }
+        )
+    return rows

@@ -1,0 +1,232 @@
+"""Load and validate TutorSim's data files (``worlds/data/*.yaml``).
+
+Files: ``style.yaml`` (style dimensions), ``personas.yaml``, ``questions.yaml`` (question kinds
+and the 13 cues), ``topics_dev.yaml`` / ``topics_heldout.yaml``, ``profiles_dev.yaml`` /
+``profiles_heldout.yaml`` (hand-written students), ``quirks.yaml`` and ``template.yaml`` (the
+7-trait template for Composite and Quirky students). Style, need and taste values are mappings
+from a style-dimension id to a float in [-1, 1]; omitted dimensions are 0.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import yaml
+
+from prefduel.core.errors import WorldFormatError
+
+KINDS = ("definition", "computation", "why")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A hand-written student profile: text for LLM judges, traits for the simulator."""
+
+    id: str
+    name: str
+    description: str
+    taste: np.ndarray  # (m,)
+    cue_following: float
+    quirks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Quirk:
+    """A quirk: like (+1) or dislike (-1) of one style dimension, optionally on one kind only."""
+
+    id: str
+    description: str
+    dim: int
+    sign: float
+    when_kind: str | None
+
+
+@dataclass(frozen=True)
+class TraitValue:
+    """One value of a template trait."""
+
+    id: str
+    description: str
+    taste: np.ndarray  # (m,)
+    cue_following: float | None
+
+
+@dataclass(frozen=True)
+class Trait:
+    """A template trait and its values."""
+
+    id: str
+    description: str
+    values: tuple[TraitValue, ...]
+
+
+@dataclass(frozen=True)
+class TutorSimData:
+    """Everything TutorSim reads from its data files."""
+
+    dims: tuple[str, ...]
+    dim_descriptions: tuple[str, ...]
+    personas: tuple[dict[str, Any], ...]
+    persona_style: np.ndarray  # (K, m)
+    kind_need: np.ndarray  # (3, m), rows in KINDS order
+    cues: tuple[dict[str, Any], ...]
+    cue_need: np.ndarray  # (13, m)
+    topics: dict[str, tuple[dict[str, Any], ...]]  # pool id -> topics
+    profiles: dict[str, tuple[Profile, ...]]  # "dev" / "heldout" -> profiles
+    quirks: tuple[Quirk, ...]
+    traits: tuple[Trait, ...]
+
+    @property
+    def m(self) -> int:
+        """Number of style dimensions."""
+        return len(self.dims)
+
+    def quirk(self, quirk_id: str) -> Quirk:
+        """Look up a quirk by id."""
+        for q in self.quirks:
+            if q.id == quirk_id:
+                return q
+        raise WorldFormatError(f"unknown quirk {quirk_id!r}; known: {[q.id for q in self.quirks]}")
+
+
+def _read(name: str) -> Any:
+    try:
+        text = resources.files("prefduel.worlds").joinpath("data", name).read_text("utf-8")
+        return yaml.safe_load(text)
+    except FileNotFoundError as exc:
+        raise WorldFormatError(f"TutorSim data file {name} is missing") from exc
+    except yaml.YAMLError as exc:
+        raise WorldFormatError(f"TutorSim data file {name} is not valid YAML: {exc}") from exc
+
+
+def _vector(mapping: Any, dims: tuple[str, ...], where: str) -> np.ndarray:
+    if mapping is None:
+        mapping = {}
+    if not isinstance(mapping, dict):
+        raise WorldFormatError(f"{where}: expected a mapping of style dims to numbers")
+    vec = np.zeros(len(dims))
+    for key, value in mapping.items():
+        if key not in dims:
+            raise WorldFormatError(f"{where}: unknown style dimension {key!r}; known: {list(dims)}")
+        if not isinstance(value, int | float) or not -1.0 <= float(value) <= 1.0:
+            raise WorldFormatError(f"{where}: value of {key!r} must be a number in [-1, 1]")
+        vec[dims.index(key)] = float(value)
+    return vec
+
+
+def _entries(doc: Any, key: str, file: str) -> list[dict[str, Any]]:
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        raise WorldFormatError(f"{file}: expected a top-level list {key!r}")
+    for i, item in enumerate(doc[key]):
+        if not isinstance(item, dict) or "id" not in item:
+            raise WorldFormatError(f"{file}: entry {i} of {key!r} must be a mapping with an id")
+    return doc[key]
+
+
+@functools.cache
+def load_tutorsim_data() -> TutorSimData:
+    """Read and validate all data files (cached).
+
+    Raises:
+        WorldFormatError: naming the file and entry that is wrong.
+    """
+    dims_raw = _entries(_read("style.yaml"), "dims", "style.yaml")
+    dims = tuple(str(d["id"]) for d in dims_raw)
+    personas = _entries(_read("personas.yaml"), "personas", "personas.yaml")
+    style = np.stack([_vector(p.get("style"), dims, f"personas.yaml: {p['id']}") for p in personas])
+
+    qdoc = _read("questions.yaml")
+    kinds = qdoc.get("kinds", {}) if isinstance(qdoc, dict) else {}
+    if set(kinds) != set(KINDS):
+        raise WorldFormatError(f"questions.yaml: kinds must be exactly {list(KINDS)}")
+    kind_need = np.stack(
+        [_vector(kinds[k].get("need"), dims, f"questions.yaml: kind {k}") for k in KINDS]
+    )
+    cues = _entries(qdoc, "cues", "questions.yaml")
+    cue_need = np.stack(
+        [_vector(c.get("need"), dims, f"questions.yaml: cue {c['id']}") for c in cues]
+    )
+
+    topics = {}
+    for pool in ("dev", "heldout"):
+        file = f"topics_{pool}.yaml"
+        items = _entries(_read(file), "topics", file)
+        for t in items:
+            chains = t.get("chains")
+            if not isinstance(chains, list) or len(chains) != 2:
+                raise WorldFormatError(f"{file}: topic {t['id']} must have exactly 2 chains")
+            for c in chains:
+                missing = [k for k in ("concept", *KINDS) if not isinstance(c.get(k), str)]
+                if missing:
+                    raise WorldFormatError(f"{file}: topic {t['id']} chain lacks {missing}")
+        topics[pool] = tuple(items)
+
+    quirks = tuple(
+        Quirk(
+            id=str(q["id"]),
+            description=str(q.get("description", "")),
+            dim=dims.index(q["dim"])
+            if q.get("dim") in dims
+            else _bad(f"quirks.yaml: {q['id']}: dim"),
+            sign=float(q.get("sign", 1)),
+            when_kind=q.get("when_kind"),
+        )
+        for q in _entries(_read("quirks.yaml"), "quirks", "quirks.yaml")
+    )
+    quirk_ids = {q.id for q in quirks}
+
+    profiles = {}
+    for pool in ("dev", "heldout"):
+        file = f"profiles_{pool}.yaml"
+        items = []
+        for p in _entries(_read(file), "profiles", file):
+            qs = tuple(p.get("quirks") or ())
+            unknown = [q for q in qs if q not in quirk_ids]
+            if unknown:
+                raise WorldFormatError(f"{file}: profile {p['id']} has unknown quirks {unknown}")
+            items.append(
+                Profile(
+                    id=str(p["id"]),
+                    name=str(p.get("name", p["id"])),
+                    description=str(p.get("description", "")),
+                    taste=_vector(p.get("taste"), dims, f"{file}: {p['id']}"),
+                    cue_following=float(p.get("cue_following", 1.0)),
+                    quirks=qs,
+                )
+            )
+        profiles[pool] = tuple(items)
+
+    traits = []
+    for t in _entries(_read("template.yaml"), "traits", "template.yaml"):
+        values = tuple(
+            TraitValue(
+                id=str(v["id"]),
+                description=str(v.get("description", "")),
+                taste=_vector(v.get("taste"), dims, f"template.yaml: {t['id']}.{v['id']}"),
+                cue_following=None if v.get("cue_following") is None else float(v["cue_following"]),
+            )
+            for v in t.get("values", [])
+        )
+        traits.append(Trait(str(t["id"]), str(t.get("description", "")), values))
+
+    return TutorSimData(
+        dims=dims,
+        dim_descriptions=tuple(str(d.get("description", "")) for d in dims_raw),
+        personas=tuple(personas),
+        persona_style=style,
+        kind_need=kind_need,
+        cues=tuple(cues),
+        cue_need=cue_need,
+        topics=topics,
+        profiles=profiles,
+        quirks=quirks,
+        traits=tuple(traits),
+    )
+
+
+def _bad(where: str):
+    raise WorldFormatError(f"{where} is missing or not a known style dimension")

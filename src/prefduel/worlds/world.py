@@ -1,0 +1,246 @@
+"""The World: one roster instantiated for one seed, and its on-disk format.
+
+A world holds, for ``N`` arrivals x ``S`` rounds x ``K`` personas with ``d`` features:
+
+==================  ================  ==========================================================
+array               shape             meaning
+==================  ================  ==========================================================
+``Phi``             ``N x S x K x d``  policy features ``phi(p, q)``
+``U``               ``N x S x K``      hidden utilities in [0, 1] (regret is scored on them)
+``P``               ``N x S x K x K``  click probabilities, ``P[a, b]`` = chance a beats b
+``u``               ``N x S``          uniform draws (common random numbers for the clicks)
+``student_index``   ``N``              row of ``students`` for each arrival
+``question_index``  ``N x S``          row of ``questions`` for each round
+==================  ================  ==========================================================
+
+plus JSON metadata: ``students`` (id, profile, description, ...), ``questions`` (id, topic,
+chain, kind, cue, text), ``personas`` (id, name, prompt) and free-form ``info``.
+
+On-disk format (a directory)::
+
+    world.json    {"format": "prefduel-world", "format_version": 1, "roster", "seed",
+                   "shape": {"N", "S", "K", "d"}, "students", "questions", "personas", "info",
+                   "sha256": {array name: hex digest of its bytes}}
+    arrays.npz    Phi, U, P, u (float64), student_index, question_index (int64)
+
+Digests make a damaged file fail loudly on load instead of silently changing results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prefduel.core.errors import WorldFormatError
+
+FORMAT = "prefduel-world"
+FORMAT_VERSION = 1
+ARRAY_NAMES = ("Phi", "U", "P", "u", "student_index", "question_index")
+
+
+@dataclass(eq=False)
+class World:
+    """Arrays and metadata of one world; see the module docstring for shapes."""
+
+    roster: str
+    seed: int
+    Phi: np.ndarray
+    U: np.ndarray
+    P: np.ndarray
+    u: np.ndarray
+    student_index: np.ndarray
+    question_index: np.ndarray
+    students: list[dict[str, Any]] = field(default_factory=list)
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    personas: list[dict[str, Any]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def N(self) -> int:
+        """Number of arrivals."""
+        return self.U.shape[0]
+
+    @property
+    def S(self) -> int:
+        """Rounds (questions) per arrival."""
+        return self.U.shape[1]
+
+    @property
+    def K(self) -> int:
+        """Number of personas."""
+        return self.U.shape[2]
+
+    @property
+    def d(self) -> int:
+        """Feature dimension."""
+        return self.Phi.shape[3]
+
+    @property
+    def name(self) -> str:
+        """``roster`` for generated worlds, the stored name otherwise."""
+        return self.roster
+
+    def validate(self, where: str = "world") -> None:
+        """Check shapes, ranges and ``P + P^T = 1``.
+
+        Raises:
+            WorldFormatError: naming the array and what was wrong.
+        """
+        n, s, k = self.U.shape if self.U.ndim == 3 else (None, None, None)
+        if n is None:
+            raise WorldFormatError(f"{where}: U must be N x S x K, got shape {self.U.shape}")
+        expect = {
+            "Phi": (n, s, k, self.Phi.shape[-1] if self.Phi.ndim == 4 else -1),
+            "P": (n, s, k, k),
+            "u": (n, s),
+            "student_index": (n,),
+            "question_index": (n, s),
+        }
+        for key, shape in expect.items():
+            got = getattr(self, key).shape
+            if got != shape:
+                raise WorldFormatError(f"{where}: {key} must have shape {shape}, got {got}")
+        if k < 2:
+            raise WorldFormatError(f"{where}: need at least 2 personas, got K={k}")
+        for key in ("Phi", "U", "P", "u"):
+            if not np.all(np.isfinite(getattr(self, key))):
+                raise WorldFormatError(f"{where}: {key} contains NaN or infinite values")
+        if self.U.min() < 0 or self.U.max() > 1:
+            raise WorldFormatError(f"{where}: U must lie in [0, 1]")
+        if self.u.min() < 0 or self.u.max() >= 1:
+            raise WorldFormatError(f"{where}: u must lie in [0, 1)")
+        if np.abs(self.P + np.swapaxes(self.P, -1, -2) - 1).max() > 1e-9:
+            raise WorldFormatError(f"{where}: P must satisfy P[a, b] + P[b, a] = 1")
+        if self.P.min() < 0 or self.P.max() > 1:
+            raise WorldFormatError(f"{where}: P must lie in [0, 1]")
+        if self.students and not 0 <= self.student_index.min() <= self.student_index.max() < len(
+            self.students
+        ):
+            raise WorldFormatError(f"{where}: student_index points outside the students table")
+        if self.questions and not (
+            0 <= self.question_index.min() <= self.question_index.max() < len(self.questions)
+        ):
+            raise WorldFormatError(f"{where}: question_index points outside the questions table")
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays by name, in the stored dtypes."""
+        return {
+            "Phi": np.ascontiguousarray(self.Phi, dtype=np.float64),
+            "U": np.ascontiguousarray(self.U, dtype=np.float64),
+            "P": np.ascontiguousarray(self.P, dtype=np.float64),
+            "u": np.ascontiguousarray(self.u, dtype=np.float64),
+            "student_index": np.ascontiguousarray(self.student_index, dtype=np.int64),
+            "question_index": np.ascontiguousarray(self.question_index, dtype=np.int64),
+        }
+
+    def digest(self) -> str:
+        """SHA-256 over all arrays: equal digests mean bit-identical worlds."""
+        h = hashlib.sha256()
+        for name, arr in self.arrays().items():
+            h.update(name.encode())
+            h.update(str(arr.shape).encode())
+            h.update(arr.tobytes())
+        return h.hexdigest()
+
+    def save(self, path: str | Path) -> Path:
+        """Write the world to directory ``path`` (created if needed); returns the path."""
+        self.validate()
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        arrays = self.arrays()
+        meta = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "roster": self.roster,
+            "seed": int(self.seed),
+            "shape": {"N": self.N, "S": self.S, "K": self.K, "d": self.d},
+            "students": self.students,
+            "questions": self.questions,
+            "personas": self.personas,
+            "info": self.info,
+            "sha256": {k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in arrays.items()},
+        }
+        np.savez(path / "arrays.npz", **arrays)
+        (path / "world.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        return path
+
+
+def load_world(path: str | Path) -> World:
+    """Load a world saved by :meth:`World.save` (a directory or its ``world.json``).
+
+    Raises:
+        WorldFormatError: if a file is missing, unreadable, of another format, or its arrays do
+            not match their recorded digests.
+    """
+    path = Path(path)
+    if path.name == "world.json":
+        path = path.parent
+    meta_path, arr_path = path / "world.json", path / "arrays.npz"
+    for p in (meta_path, arr_path):
+        if not p.is_file():
+            raise WorldFormatError(f"stored world {path}: missing file {p.name}")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise WorldFormatError(
+            f"stored world {path}: world.json is not valid JSON ({exc})"
+        ) from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise WorldFormatError(f"stored world {path}: world.json is not a {FORMAT} file")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise WorldFormatError(
+            f"stored world {path}: format_version {meta.get('format_version')!r} is not supported "
+            f"(this prefduel reads version {FORMAT_VERSION})"
+        )
+    try:
+        with np.load(arr_path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in ARRAY_NAMES}
+    except KeyError as exc:
+        raise WorldFormatError(f"stored world {path}: arrays.npz lacks array {exc}") from exc
+    except (OSError, ValueError, RuntimeError, zipfile.BadZipFile, EOFError) as exc:
+        raise WorldFormatError(f"stored world {path}: arrays.npz is unreadable ({exc})") from exc
+    digests = meta.get("sha256", {})
+    for name, arr in arrays.items():
+        if digests.get(name) != hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest():
+            raise WorldFormatError(
+                f"stored world {path}: array {name} does not match its recorded sha256 "
+                "(corrupt file)"
+            )
+    world = World(**_metadata_fields(meta, path), **arrays)
+    shape = meta.get("shape")
+    actual = {"N": world.N, "S": world.S, "K": world.K, "d": world.d}
+    if shape != actual:
+        raise WorldFormatError(
+            f"stored world {path}: world.json records shape {shape!r} but the arrays have {actual}"
+        )
+    world.validate(where=f"stored world {path}")
+    return world
+
+
+def _metadata_fields(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Typed metadata fields of ``world.json``; mistyped fields raise WorldFormatError."""
+    expected = {"students": list, "questions": list, "personas": list, "info": dict}
+    fields: dict[str, Any] = {}
+    for key, kind in expected.items():
+        value = meta.get(key, kind())
+        if not isinstance(value, kind):
+            raise WorldFormatError(
+                f"stored world {path}: world.json field {key!r} must be a {kind.__name__}, "
+                f"got {type(value).__name__}"
+            )
+        fields[key] = value
+    roster, seed = meta.get("roster", path.name), meta.get("seed", 0)
+    if not isinstance(roster, str):
+        raise WorldFormatError(f"stored world {path}: world.json field 'roster' must be a string")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise WorldFormatError(
+            f"stored world {path}: world.json field 'seed' must be an integer, got {seed!r}"
+        )
+    fields.update(roster=roster, seed=seed)
+    return fields
