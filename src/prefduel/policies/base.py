@@ -118,7 +118,10 @@ def check_policy(
     Args:
         make_policy: A zero-argument callable returning a new policy (or a policy instance,
             which is then reused for both runs).
-        n_students, rounds, k, d: Size of the synthetic problem.
+        n_students: Students (sessions) in the synthetic problem.
+        rounds: Rounds per student.
+        k: Personas (arms) per round.
+        d: Feature dimension.
         seed: Seed of the problem and of the policy's generator.
 
     Raises:
