@@ -23,7 +23,7 @@ from prefduel.stats.paired import (
     round_curve,
 )
 from prefduel.stats.table import summarize_rows
-from prefduel.worlds.rosters import ROSTERS, get_students, is_world_path
+from prefduel.worlds.rosters import get_students, is_roster, is_world_path
 from prefduel.worlds.tutorsim_data import load_tutorsim_data
 
 #: Above this many distinct profiles in a world, students are grouped by trait value instead.
@@ -421,7 +421,7 @@ def _profiles(
     """:func:`profile_table`, or None with a note saying why the breakdown is missing."""
     if not rows:
         return None
-    if not is_world_path(world) and world not in ROSTERS:
+    if not is_world_path(world) and not is_roster(world):
         notes.append(
             f"no per-profile breakdown for {world}: it is neither a roster id nor a stored "
             "world found from the current directory, so its students cannot be read"

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from prefduel.core.errors import LockedRosterError, UnknownIdError
+from prefduel.worlds.tutorsim_data import CURRENT_VERSION, GENERATOR_VERSIONS
 from prefduel.worlds.world import World, load_world
+
+#: Separates a roster id from a generator version: ``test-profiles@1``.
+VERSION_SEP = "@"
 
 
 @dataclass(frozen=True)
 class Roster:
-    """One row of the roster table (DESIGN section 3).
+    """One row of the roster table (docs/design.md, section 9).
 
     Attributes:
         id: Roster id, e.g. ``"dev"``.
@@ -25,6 +29,8 @@ class Roster:
         seeds: Number of seeds reported in the paper's protocol.
         locked: Held-out roster; loading it needs ``allow_test=True``.
         description: One line for ``prefduel worlds``.
+        version: TutorSim generator version (data files); the random streams depend only on
+            ``id`` and the seed, so versions differ only where their data differ.
     """
 
     id: str
@@ -34,6 +40,14 @@ class Roster:
     seeds: int
     locked: bool
     description: str
+    version: int = CURRENT_VERSION
+
+    @property
+    def label(self) -> str:
+        """The name worlds and result rows carry: ``id``, or ``id@version`` for an old version."""
+        if self.version == CURRENT_VERSION:
+            return self.id
+        return f"{self.id}{VERSION_SEP}{self.version}"
 
 
 ROSTERS: dict[str, Roster] = {
@@ -107,23 +121,39 @@ ROSTERS: dict[str, Roster] = {
 
 
 def get_roster(roster_id: str) -> Roster:
-    """Look up a roster by id.
+    """Look up a roster by id, optionally with a generator version: ``test-profiles@1``.
 
     Raises:
-        UnknownIdError: listing the known rosters.
+        UnknownIdError: listing the known rosters, or the known generator versions.
     """
+    base, sep, version_text = roster_id.partition(VERSION_SEP)
     try:
-        return ROSTERS[roster_id]
+        roster = ROSTERS[base]
     except KeyError:
         raise UnknownIdError(
-            f"unknown roster {roster_id!r}. Known rosters: {', '.join(ROSTERS)}; "
+            f"unknown roster {base!r}. Known rosters: {', '.join(ROSTERS)}; "
             "or give the path of a stored world directory"
         ) from None
+    if not sep:
+        return roster
+    versions = ", ".join(str(v) for v in GENERATOR_VERSIONS)
+    if not version_text.isdigit() or int(version_text) not in GENERATOR_VERSIONS:
+        raise UnknownIdError(
+            f"roster {roster_id!r}: unknown generator version {version_text!r}; "
+            f"known versions: {versions} (e.g. {base}{VERSION_SEP}1)"
+        )
+    return replace(roster, version=int(version_text))
+
+
+def is_roster(name: str) -> bool:
+    """True when ``name`` is a roster id, with or without a generator version."""
+    base, sep, version_text = name.partition(VERSION_SEP)
+    return base in ROSTERS and (not sep or version_text.isdigit())
 
 
 def is_world_path(name: str) -> bool:
     """True when ``name`` refers to a stored world on disk rather than a roster id."""
-    return name not in ROSTERS and (
+    return not is_roster(name) and (
         "/" in name or "\\" in name or name.endswith("world.json") or Path(name).is_dir()
     )
 

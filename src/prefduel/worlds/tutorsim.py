@@ -1,4 +1,4 @@
-"""TutorSim: the built-in generative model of TutorDuel worlds (DESIGN section 3).
+"""TutorSim: the built-in generative model of TutorDuel worlds (docs/design.md, section 9).
 
 The paper's stored judge data is not public, so default worlds come from a generative model
 with the same structure:
@@ -49,7 +49,7 @@ ROUNDS = TOPICS_PER_SESSION * CHAINS * len(KINDS)  # 24
 class TutorSimParams:
     """Knobs of the generative model, calibrated on the ``dev`` roster only.
 
-    See the README section "TutorSim calibration" for what each knob moves.
+    How they were chosen, and on what: ``docs/tutorsim.md``, section Calibration.
     """
 
     taste_scale: float = 1.25
@@ -206,7 +206,7 @@ def _students(
         cue = np.ones(n)
         for a in range(n):
             values = [t.values[int(v)] for t, v in zip(data.traits, combos[a], strict=True)]
-            base[a] = prm.template_scale * sum(v.taste for v in values)
+            base[a] = prm.template_scale * (sum(v.taste for v in values) + data.shared_taste)
             for v in values:
                 if v.cue_following is not None:
                     cue[a] = v.cue_following
@@ -377,7 +377,7 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
     Returns:
         A :class:`World` with N = ``roster.arrivals``, S = 24, K = 6, d = 7.
     """
-    data = load_tutorsim_data()
+    data = load_tutorsim_data(roster.version)
     prm = params
 
     def rng(part: str) -> np.random.Generator:
@@ -428,7 +428,7 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
         for p in data.personas
     ]
     world = World(
-        roster=roster.id,
+        roster=roster.label,
         seed=int(seed),
         Phi=np.ascontiguousarray(phi),
         U=utility,
@@ -439,7 +439,12 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
         students=students,
         questions=questions,
         personas=personas,
-        info={"generator": "tutorsim", "params": asdict(prm), "style_dims": list(data.dims)},
+        info={
+            "generator": "tutorsim",
+            "generator_version": roster.version,
+            "params": asdict(prm),
+            "style_dims": list(data.dims),
+        },
     )
     return world
 
@@ -461,7 +466,7 @@ def generate_students(
         ``(students, student_index)``: one dict per student (id, profile, name, ...) and the
         ``(N,)`` int64 row of ``students`` for each arrival.
     """
-    data = load_tutorsim_data()
+    data = load_tutorsim_data(roster.version)
     n, k = roster.arrivals, data.persona_style.shape[0]
     urng = stream(seed, "tutorsim", roster.id, "students")
     if roster.students == "isotropic":

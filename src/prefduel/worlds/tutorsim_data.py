@@ -5,6 +5,10 @@ and the 13 cues), ``topics_dev.yaml`` / ``topics_heldout.yaml``, ``profiles_dev.
 ``profiles_heldout.yaml`` (hand-written students), ``quirks.yaml`` and ``template.yaml`` (the
 7-trait template for Composite and Quirky students). Style, need and taste values are mappings
 from a style-dimension id to a float in [-1, 1]; omitted dimensions are 0.
+
+The data are versioned with the generator: version 2 (the current one) reads the files above;
+version 1 reads ``v1/template.yaml`` and ``v1/profiles_heldout.yaml`` in their place, so worlds
+of the first generator stay reproducible (``GENERATOR_VERSIONS``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,11 @@ import yaml
 from prefduel.core.errors import WorldFormatError
 
 KINDS = ("definition", "computation", "why")
+#: Generator versions whose data ship with the package; the last is the default.
+GENERATOR_VERSIONS = (1, 2)
+CURRENT_VERSION = GENERATOR_VERSIONS[-1]
+#: Files that differ between versions: version v reads ``v{v}/<file>`` where that exists.
+_VERSIONED_FILES = {1: ("template.yaml", "profiles_heldout.yaml")}
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,8 @@ class TutorSimData:
     profiles: dict[str, tuple[Profile, ...]]  # "dev" / "heldout" -> profiles
     quirks: tuple[Quirk, ...]
     traits: tuple[Trait, ...]
+    shared_taste: np.ndarray  # (m,) added to every template student's trait sum
+    version: int = CURRENT_VERSION
 
     @property
     def m(self) -> int:
@@ -93,9 +104,12 @@ class TutorSimData:
         raise WorldFormatError(f"unknown quirk {quirk_id!r}; known: {[q.id for q in self.quirks]}")
 
 
-def _read(name: str) -> Any:
+def _read(name: str, version: int = CURRENT_VERSION) -> Any:
+    folder = resources.files("prefduel.worlds").joinpath("data")
+    if name in _VERSIONED_FILES.get(version, ()):
+        folder = folder.joinpath(f"v{version}")
     try:
-        text = resources.files("prefduel.worlds").joinpath("data", name).read_text("utf-8")
+        text = folder.joinpath(name).read_text("utf-8")
         return yaml.safe_load(text)
     except FileNotFoundError as exc:
         raise WorldFormatError(f"TutorSim data file {name} is missing") from exc
@@ -128,12 +142,19 @@ def _entries(doc: Any, key: str, file: str) -> list[dict[str, Any]]:
 
 
 @functools.cache
-def load_tutorsim_data() -> TutorSimData:
-    """Read and validate all data files (cached).
+def load_tutorsim_data(version: int = CURRENT_VERSION) -> TutorSimData:
+    """Read and validate all data files of one generator version (cached).
+
+    Args:
+        version: Generator version, one of ``GENERATOR_VERSIONS``.
 
     Raises:
-        WorldFormatError: naming the file and entry that is wrong.
+        WorldFormatError: naming the file and entry that is wrong, or an unknown version.
     """
+    if version not in GENERATOR_VERSIONS:
+        raise WorldFormatError(
+            f"unknown TutorSim generator version {version!r}; known: {list(GENERATOR_VERSIONS)}"
+        )
     dims_raw = _entries(_read("style.yaml"), "dims", "style.yaml")
     dims = tuple(str(d["id"]) for d in dims_raw)
     personas = _entries(_read("personas.yaml"), "personas", "personas.yaml")
@@ -183,7 +204,7 @@ def load_tutorsim_data() -> TutorSimData:
     for pool in ("dev", "heldout"):
         file = f"profiles_{pool}.yaml"
         items = []
-        for p in _entries(_read(file), "profiles", file):
+        for p in _entries(_read(file, version), "profiles", file):
             qs = tuple(p.get("quirks") or ())
             unknown = [q for q in qs if q not in quirk_ids]
             if unknown:
@@ -200,8 +221,9 @@ def load_tutorsim_data() -> TutorSimData:
             )
         profiles[pool] = tuple(items)
 
+    template = _read("template.yaml", version)
     traits = []
-    for t in _entries(_read("template.yaml"), "traits", "template.yaml"):
+    for t in _entries(template, "traits", "template.yaml"):
         values = tuple(
             TraitValue(
                 id=str(v["id"]),
@@ -225,6 +247,8 @@ def load_tutorsim_data() -> TutorSimData:
         profiles=profiles,
         quirks=quirks,
         traits=tuple(traits),
+        shared_taste=_vector(template.get("shared_taste"), dims, "template.yaml: shared_taste"),
+        version=version,
     )
 
 
