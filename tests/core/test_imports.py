@@ -1,4 +1,4 @@
-"""``prefduel.core`` imports nothing else of prefduel (DESIGN section 1)."""
+"""``prefduel.core`` imports nothing else of prefduel (docs/design.md, section 1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Subpackages import only the layers below them (DESIGN section 1): a layering test per
-subpackage, from each module's import statements (relative imports are refused too, so every
+"""Subpackages import only the layers below them (docs/design.md, section 1): a layering test
+per subpackage, from each module's import statements (relative imports are refused too, so every
 dependency is spelled out)."""
 
 from __future__ import annotations

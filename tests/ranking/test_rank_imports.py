@@ -1,5 +1,5 @@
-"""``prefduel.ranking`` depends only on ``core`` (DESIGN section 1) and imports its optional
-packages lazily, so ``import prefduel.ranking`` works on a base install."""
+"""``prefduel.ranking`` depends only on ``core`` (docs/design.md, section 1) and imports its
+optional packages lazily, so ``import prefduel.ranking`` works on a base install."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TutorSim's data files load and have the sizes DESIGN section 3 promises."""
+"""TutorSim's data files load and have the sizes given in docs/design.md, section 9."""
 
 from __future__ import annotations
 

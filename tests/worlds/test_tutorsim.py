@@ -77,7 +77,7 @@ def test_shapes_and_invariants(worlds, roster_id):
 
 @pytest.mark.parametrize("roster_id", list(ROSTERS))
 def test_utilities_are_the_bt_fit_of_click_probabilities(worlds, roster_id):
-    """U is the ridge BT fit of P on the common 8-logit scale (DESIGN section 3, Judge)."""
+    """U is the ridge BT fit of P on the common 8-logit scale (docs/design.md, section 9)."""
     w = worlds[roster_id]
     prm = w.info["params"]
     some = slice(0, None, 7)  # every 7th arrival keeps the test fast

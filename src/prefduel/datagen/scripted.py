@@ -1,7 +1,7 @@
 """The scripted backend's roles for datagen: an offline, deterministic stand-in for every model.
 
 :class:`ScriptedWorld` holds a hidden truth built from the config with TutorSim's generative
-model (DESIGN section 3) and answers datagen's own prompts, which it parses back with
+model (docs/design.md, section 9) and answers datagen's own prompts, which it parses back with
 :class:`~prefduel.datagen.prompts.TemplateParser`:
 
 * **question**: the topic file's example question of that kind (TutorSim's text) or a generic

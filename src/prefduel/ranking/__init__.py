@@ -24,7 +24,7 @@ Pieces (pure functions on arrays; pandas and scikit-learn are imported only when
 - :mod:`~prefduel.ranking.analysis`, :mod:`~prefduel.ranking.report`: the pipeline
   and its JSON/Markdown/HTML report.
 
-This subpackage imports only ``prefduel.core`` (DESIGN section 1).
+This subpackage imports only ``prefduel.core`` (docs/design.md, section 1).
 """
 
 from prefduel.ranking.analysis import GlobalRatings, RankAnalysis, RankConfig, analyze

@@ -113,9 +113,9 @@ def run_cell(world: World, spec: str, *, keep_trajectory: bool = False) -> dict[
         keep_trajectory: Also return the shown pairs and clicks under ``"trajectory"``.
 
     Returns:
-        A JSON-serializable row: world, seed, policy (canonical spec), R, G, R_rand, excess,
-        score, excess_per_arrival (N), excess_per_round (S, mean over arrivals), wall_time,
-        version.
+        A JSON-serializable row: kind, world, seed, policy (canonical spec), R, G, R_rand,
+        excess, score, excess_per_arrival (N), excess_per_round (S, mean over arrivals),
+        wall_time, version.
     """
     canonical = resolve_policy(spec)[2]
     policy = load_policy(spec)

@@ -83,7 +83,7 @@ class World:
 
     @property
     def name(self) -> str:
-        """``roster`` for generated worlds, the stored name otherwise."""
+        """Its ``roster`` field: a roster label, or the name a stored world was saved with."""
         return self.roster
 
     def validate(self, where: str = "world") -> None:
