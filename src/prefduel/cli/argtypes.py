@@ -1,6 +1,6 @@
 """Argument types shared by the ``prefduel`` subcommands (argparse ``type=`` callables).
 
-Each raises :class:`argparse.ArgumentTypeError`, which argparse turns into a usage error naming
+Each raises `argparse.ArgumentTypeError`, which argparse turns into a usage error naming
 the option and the value.
 """
 

@@ -65,7 +65,7 @@ class Spec:
 
 
 def parse_settings(text: str, *, where: str = "") -> dict[str, Any]:
-    """Parse ``key=value,key=value`` into a dict (values typed as in :func:`parse_spec`)."""
+    """Parse ``key=value,key=value`` into a dict (values typed as in `parse_spec`)."""
     settings: dict[str, Any] = {}
     context = f" in {where!r}" if where else ""
     if not text.strip():
@@ -85,7 +85,7 @@ def parse_settings(text: str, *, where: str = "") -> dict[str, Any]:
 
 
 def parse_spec(text: str) -> Spec:
-    """Parse ``id[:key=value,...]`` into a :class:`Spec`.
+    """Parse ``id[:key=value,...]`` into a `Spec`.
 
     Raises:
         SpecError: if the id or a setting is malformed (the message quotes the culprit).

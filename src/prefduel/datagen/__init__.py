@@ -16,15 +16,15 @@ the runner loads by path::
 
 Modules:
 
-* :mod:`~prefduel.datagen.config`: :class:`DatagenConfig` and its typed entries,
-  :func:`load_config` (errors name the file and the field).
-* :mod:`~prefduel.datagen.prompts`: prompt templates, placeholders, answer parsers.
-* :mod:`~prefduel.datagen.calls`: the question bank and the requests of every stage.
-* :mod:`~prefduel.datagen.scripted`: :class:`ScriptedWorld`, the offline backend's roles
+* `config`: `DatagenConfig` and its typed entries,
+  `load_config` (errors name the file and the field).
+* `prompts`: prompt templates, placeholders, answer parsers.
+* `calls`: the question bank and the requests of every stage.
+* `scripted`: `ScriptedWorld`, the offline backend's roles
   (its judge follows TutorSim's latent preferences).
-* :mod:`~prefduel.datagen.aggregate`: picks -> P -> U (TutorSim's shared functions),
+* `aggregate`: picks -> P -> U (TutorSim's shared functions),
   rater scores -> g, arrivals layout, World assembly.
-* :mod:`~prefduel.datagen.pipeline`: :func:`estimate` (dry run), :func:`generate`.
+* `pipeline`: `estimate` (dry run), `generate`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """From judge picks and rater scores to a stored World (pure functions).
 
-* :func:`tally`: picks ``(I, Q, 15, 4, samples)`` -> wins and valid counts per configuration.
-* :func:`judge_probabilities` (TutorSim's, reused): smoothed log-odds averaged over display
+* `tally`: picks ``(I, Q, 15, 4, samples)`` -> wins and valid counts per configuration.
+* `judge_probabilities` (TutorSim's, reused): smoothed log-odds averaged over display
   orders and label assignments -> click probabilities ``P (I, Q, K, K)``.
-* :func:`bt_utilities` (TutorSim's, reused): per-(student, question) ridge Bradley-Terry fit
+* `bt_utilities` (TutorSim's, reused): per-(student, question) ridge Bradley-Terry fit
   -> utilities ``U (I, Q, K)`` on a common scale of ``bt_scale`` logits.
-* :func:`rater_features`: rater scores centered over personas, divided by one standard
+* `rater_features`: rater scores centered over personas, divided by one standard
   deviation over the whole bank (as TutorSim's g) -> ``g (Q, K)``.
-* :func:`layout`: arrivals (seeded, balanced students; S distinct questions each, drawn
+* `layout`: arrivals (seeded, balanced students; S distinct questions each, drawn
   uniformly without replacement; uniform click draws).
-* :func:`assemble_world`: ``Phi[n, s] = [e_p, g(p, q)]``, ``U``, ``P`` and ``u`` of every
+* `assemble_world`: ``Phi[n, s] = [e_p, g(p, q)]``, ``U``, ``P`` and ``u`` of every
   arrival and round.
 """
 
@@ -33,7 +33,7 @@ def tally(picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Args:
         picks: ``(..., C, samples)`` int array: 1 when the lower-index persona ``a`` of the
-            pair won, 0 when ``b`` won, :data:`NO_PICK` when there is no valid pick.
+            pair won, 0 when ``b`` won, `NO_PICK` when there is no valid pick.
 
     Returns:
         ``(wins, total)``, each ``(..., C)`` int64.
@@ -48,8 +48,8 @@ def probabilities_and_utilities(
     """Click probabilities and utilities from judge picks.
 
     Args:
-        picks: ``(I, Q, k(k-1)/2, 4, samples)`` picks (see :func:`tally`), configurations in
-            :data:`~prefduel.worlds.tutorsim.JUDGE_CONFIGS` order.
+        picks: ``(I, Q, k(k-1)/2, 4, samples)`` picks (see `tally`), configurations in
+            `JUDGE_CONFIGS` order.
         k: Personas.
         ridge: Ridge of the Bradley-Terry fit.
         scale: Logits spanning U in [0, 1].
@@ -169,7 +169,7 @@ def pick_diagnostics(picks: np.ndarray) -> dict[str, float]:
     """How the judge behaved: position and label biases, indifference.
 
     Args:
-        picks: ``(I, Q, pairs, 4, samples)`` picks (see :func:`tally`).
+        picks: ``(I, Q, pairs, 4, samples)`` picks (see `tally`).
 
     Returns:
         ``valid``, ``missing``, ``first_shown_won`` (share of valid picks that chose the

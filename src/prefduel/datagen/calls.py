@@ -17,7 +17,7 @@ judge      (student, question, pair a<b, display order,      ``s + t * samples``
            label assignment, sample)                         ``s`` and try ``t``
 =========  ================================================  ================================
 
-With the scripted backend every model name is replaced by :func:`scripted_model_name`, a
+With the scripted backend every model name is replaced by `scripted_model_name`, a
 fingerprint of the scripted truth: the cache then never serves answers of another truth (e.g.
 after a student's taste was edited).
 """
@@ -149,7 +149,7 @@ class RequestBuilder:
 
     Args:
         config: The config.
-        scripted: Use :func:`scripted_model_name` as the model of every role.
+        scripted: Use `scripted_model_name` as the model of every role.
     """
 
     def __init__(self, config: DatagenConfig, *, scripted: bool = False) -> None:

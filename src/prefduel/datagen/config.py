@@ -239,7 +239,7 @@ class ScriptedSettings:
     """The offline scripted backend's hidden truth and fault knobs.
 
     Attributes:
-        params: TutorSim's knobs (only :data:`SCRIPTED_PARAMS` are used).
+        params: TutorSim's knobs (only `SCRIPTED_PARAMS` are used).
         rater_gain: Rater score points per unit of ``need . style`` (on a 1-10 scale).
         judge_malformed: Chance that a judge answer is not a letter (tests the accounting).
         rater_malformed: Chance that a rater answer is not parseable.

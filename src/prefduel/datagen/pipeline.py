@@ -1,6 +1,6 @@
 """The datagen pipeline: questions -> answers -> rater scores -> judge picks -> a stored World.
 
-Every call goes through an :class:`~prefduel.llm.client.LLMClient` and its SQLite cache,
+Every call goes through an `LLMClient` and its SQLite cache,
 so every stage is resumable: re-running after a kill (or after failures) answers finished calls
 from the cache for free and sends only the missing ones. Nothing is paid twice.
 
@@ -28,7 +28,7 @@ the same command resumes.
 
 Then picks -> smoothed log-odds over display orders and label assignments -> ``P`` and
 per-(student, question) ridge Bradley-Terry -> ``U`` (TutorSim's functions), rater scores ->
-``g``, ``Phi = [e_p, g]``, and the arrivals are laid out (:func:`~.aggregate.layout`).
+``g``, ``Phi = [e_p, g]``, and the arrivals are laid out (`layout`).
 
 Outputs (``output`` directory): ``world.json`` and ``arrays.npz`` (a stored World: ``prefduel
 run --worlds DIR``) and ``datagen/``: ``summary.json`` (config, per-stage counts, judge
@@ -251,7 +251,7 @@ class DatagenPlan:
 
 @dataclass
 class DatagenResult:
-    """The outcome of :func:`generate`.
+    """The outcome of `generate`.
 
     Attributes:
         config: The config.
@@ -262,7 +262,7 @@ class DatagenResult:
         malformed: One record per malformed answer (stage, item, sample, text).
         failures: One record per failed call (stage, item, error).
         dropped: Ids of questions dropped (no usable question or answer).
-        diagnostics: Judge behaviour (see :func:`~.aggregate.pick_diagnostics`).
+        diagnostics: Judge behaviour (see `pick_diagnostics`).
         seconds: Wall time.
         currency: The price table's currency.
     """
@@ -709,7 +709,7 @@ def estimate(config: DatagenConfig, *, llm: LLMConfig | None = None) -> DatagenP
         llm: Endpoint settings (default ``config.llm``).
 
     Returns:
-        The plan; :meth:`DatagenPlan.format` prints it.
+        The plan; `DatagenPlan.format` prints it.
     """
     llm = llm or config.llm
     prices = load_prices(llm.prices)
@@ -744,7 +744,7 @@ def estimate(config: DatagenConfig, *, llm: LLMConfig | None = None) -> DatagenP
 
 def make_datagen_client(config: DatagenConfig, llm: LLMConfig | None = None) -> LLMClient:
     """The client a config asks for; the scripted backend gets datagen's handlers
-    (:class:`~prefduel.datagen.scripted.ScriptedWorld`) and ``scripted.latency``."""
+    (`ScriptedWorld`) and ``scripted.latency``."""
     llm = llm or config.llm
     if llm.backend != "scripted":
         return make_client(llm)
@@ -766,9 +766,9 @@ def generate(
 
     Args:
         config: The config.
-        client: The client to use (default: :func:`make_datagen_client` of ``llm``; it is
+        client: The client to use (default: `make_datagen_client` of ``llm``; it is
             then closed at the end). A client whose backend namespace is ``"scripted"`` gets
-            scripted model names (:func:`~.calls.scripted_model_name`).
+            scripted model names (`scripted_model_name`).
         llm: Endpoint settings when ``client`` is None (default ``config.llm``).
         output: World directory (default ``config.output``).
         progress: Show progress bars on stderr.

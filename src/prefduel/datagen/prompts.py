@@ -1,9 +1,9 @@
 """Prompt templates of the four roles, their placeholders, and robust answer parsers.
 
 Every prompt is a system and a user message rendered from a template with ``str.format``
-placeholders (write literal braces as ``{{`` and ``}}``). The defaults (:data:`DEFAULT_TEMPLATES`)
+placeholders (write literal braces as ``{{`` and ``}}``). The defaults (`DEFAULT_TEMPLATES`)
 can be replaced per template in the config's ``prompts:`` section; a replacement must keep the
-required placeholders and may use only the allowed ones (:data:`PLACEHOLDERS`):
+required placeholders and may use only the allowed ones (`PLACEHOLDERS`):
 
 =================  ===========================================  ==============================
 template           placeholders (required first)                answer expected
@@ -132,7 +132,7 @@ def placeholders(template: str) -> list[str]:
 
 
 def check_template(name: str, template: str) -> None:
-    """Check a template against :data:`PLACEHOLDERS`.
+    """Check a template against `PLACEHOLDERS`.
 
     Raises:
         ValueError: Naming missing or unknown placeholders.
@@ -209,7 +209,7 @@ def parse_question(text: str, cue: str) -> str | None:
     whitespace collapsed, the cue appended when the model left it out.
 
     Returns:
-        The question, or None if empty or longer than :data:`MAX_QUESTION_CHARS`.
+        The question, or None if empty or longer than `MAX_QUESTION_CHARS`.
     """
     body = text.strip()
     body = _PREFIX.sub("", body).strip().strip(_QUOTES).strip()

@@ -1,8 +1,8 @@
 """The scripted backend's roles for datagen: an offline, deterministic stand-in for every model.
 
-:class:`ScriptedWorld` holds a hidden truth built from the config with TutorSim's generative
+`ScriptedWorld` holds a hidden truth built from the config with TutorSim's generative
 model (docs/design.md, section 9) and answers datagen's own prompts, which it parses back with
-:class:`~prefduel.datagen.prompts.TemplateParser`:
+`TemplateParser`:
 
 * **question**: the topic file's example question of that kind (TutorSim's text) or a generic
   one (``What is <concept>?``, ...), followed by the cue sentence;
@@ -18,7 +18,7 @@ model (docs/design.md, section 9) and answers datagen's own prompts, which it pa
   display order, label assignment), the pick drawn per sample index.
 
 Randomness: the truth comes from ``stream(seed, "datagen-scripted", ...)`` keyed by ids, the
-picks from :func:`~prefduel.llm.scripted.request_rng` (role, messages, sample index). So
+picks from `request_rng` (role, messages, sample index). So
 answers are pure functions of the request and the config, identical in every process.
 ``judge_malformed`` / ``rater_malformed`` make a share of the answers unusable, to exercise the
 malformed-answer accounting.
@@ -312,7 +312,7 @@ class ScriptedWorld:
         return cached
 
     def handlers(self) -> dict[str, Handler]:
-        """``{role: handler}`` for :class:`~prefduel.llm.scripted.ScriptedBackend`."""
+        """``{role: handler}`` for `ScriptedBackend`."""
         return {
             "question": self.question,
             "answer": self.answer,
@@ -336,7 +336,7 @@ class ScriptedWorld:
 
     def http_answer(self, body: Mapping[str, Any]) -> str:
         """Answer a chat-completion JSON body (an ``answer`` function for
-        :class:`~prefduel.llm.testserver.OpenAITestServer`). The sample index is not sent
+        `OpenAITestServer`). The sample index is not sent
         over HTTP, so repeated samples of one prompt get the same answer."""
         messages = tuple(
             Message(str(m.get("role")), str(m.get("content")))
@@ -351,7 +351,7 @@ class ScriptedWorld:
 
 
 def scripted_handlers(config: DatagenConfig) -> dict[str, Handler]:
-    """The scripted handlers of ``config`` (see :class:`ScriptedWorld`)."""
+    """The scripted handlers of ``config`` (see `ScriptedWorld`)."""
     return ScriptedWorld(config).handlers()
 
 

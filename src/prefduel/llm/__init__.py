@@ -1,8 +1,8 @@
 """The LLM layer: call any OpenAI-compatible endpoint with cache, concurrency, retries, costs.
 
-Build frozen, hashable :class:`LLMRequest` objects (their SHA-256 :attr:`~LLMRequest.key` over
+Build frozen, hashable `LLMRequest` objects (their SHA-256 `key` over
 a canonical JSON form, sample index included, is the cache key), pick a backend, and let an
-:class:`LLMClient` answer them::
+`LLMClient` answer them::
 
     from prefduel.llm import LLMClient, LLMRequest, OpenAIBackend, ScriptedBackend
 
@@ -17,20 +17,20 @@ a canonical JSON form, sample index included, is the cache key), pick a backend,
 
 Modules:
 
-* :mod:`~prefduel.llm.request`: :class:`LLMRequest`, :class:`LLMResponse`,
-  :class:`Params`, :class:`Message`, :class:`Usage`; protocols :class:`Completer`, :class:`Backend`.
-* :mod:`~prefduel.llm.client`: :class:`LLMClient` (cache, semaphore, retries, budget,
-  call log), :func:`estimate_cost` (dry runs), :func:`run_sync`.
-* :mod:`~prefduel.llm.openai_backend`: :class:`OpenAIBackend` (``openai`` SDK v3; needs
+* `request`: `LLMRequest`, `LLMResponse`,
+  `Params`, `Message`, `Usage`; protocols `Completer`, `Backend`.
+* `client`: `LLMClient` (cache, semaphore, retries, budget,
+  call log), `estimate_cost` (dry runs), `run_sync`.
+* `openai_backend`: `OpenAIBackend` (``openai`` SDK v3; needs
   ``pip install "prefduel[llm]"``; imported lazily).
-* :mod:`~prefduel.llm.scripted`: :class:`ScriptedBackend`, :func:`request_rng`.
-* :mod:`~prefduel.llm.cache`: :class:`ResponseCache` (SQLite, WAL, multi-process).
-* :mod:`~prefduel.llm.retry`: :class:`RetryPolicy`.
-* :mod:`~prefduel.llm.prices`: :class:`PriceTable`, :func:`load_prices`.
-* :mod:`~prefduel.llm.calllog`: :class:`CallLog` (JSONL).
-* :mod:`~prefduel.llm.config`: :class:`LLMConfig` (YAML section / CLI flags),
-  :func:`add_llm_arguments`, :func:`config_from_args`, :func:`make_client`.
-* :mod:`~prefduel.llm.testserver`: :class:`OpenAITestServer` with fault injection.
+* `scripted`: `ScriptedBackend`, `request_rng`.
+* `cache`: `ResponseCache` (SQLite, WAL, multi-process).
+* `retry`: `RetryPolicy`.
+* `prices`: `PriceTable`, `load_prices`.
+* `calllog`: `CallLog` (JSONL).
+* `config`: `LLMConfig` (YAML section / CLI flags),
+  `add_llm_arguments`, `config_from_args`, `make_client`.
+* `testserver`: `OpenAITestServer` with fault injection.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Concurrency: the database is in WAL mode (readers never block the writer) with
 ``synchronous=NORMAL`` (a committed answer survives a killed process) and a busy timeout, so
 several processes can fill one cache at once; each answer is one transaction and
 ``INSERT OR IGNORE`` keeps the first answer of a key, so no key is ever stored twice. One
-:class:`ResponseCache` object may be shared by the tasks and threads of one process (a lock
+`ResponseCache` object may be shared by the tasks and threads of one process (a lock
 serializes its connection).
 """
 
@@ -28,7 +28,7 @@ from prefduel.llm.errors import CacheError
 from prefduel.llm.prices import PriceTable
 from prefduel.llm.request import LLMRequest, LLMResponse, Usage
 
-#: Environment variable overriding :func:`default_cache_path`.
+#: Environment variable overriding `default_cache_path`.
 CACHE_ENV = "PREFDUEL_LLM_CACHE"
 SCHEMA_VERSION = "1"
 #: Namespaces whose answers were never billed (their hypothetical cost is 0).
@@ -78,7 +78,7 @@ class CacheGroup:
 
 @dataclass(frozen=True)
 class CacheStats:
-    """What a cache holds (see :meth:`ResponseCache.stats`).
+    """What a cache holds (see `ResponseCache.stats`).
 
     Attributes:
         path: The database file.
@@ -156,7 +156,7 @@ class ResponseCache:
 
     Args:
         path: The database file (created with its folder unless ``create`` is False).
-        create: Create the file when missing; False raises :class:`CacheError` instead.
+        create: Create the file when missing; False raises `CacheError` instead.
         timeout: Seconds to wait for another process's write lock before failing.
         store_requests: Also store each request's canonical JSON (for audits; more disk).
 

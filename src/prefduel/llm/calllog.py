@@ -81,7 +81,7 @@ class CallLog:
         """Append one record; fields not given are null, unknown fields are refused.
 
         Raises:
-            ValueError: ``record`` has a field not in :data:`FIELDS`.
+            ValueError: ``record`` has a field not in `FIELDS`.
             CacheError: The file cannot be written.
         """
         extra = set(record) - set(FIELDS)
@@ -101,7 +101,7 @@ class CallLog:
                 ) from None
 
     def close(self) -> None:
-        """Close the file (a later :meth:`write` reopens it)."""
+        """Close the file (a later `write` reopens it)."""
         with self._lock:
             if self._handle is not None:
                 self._handle.close()

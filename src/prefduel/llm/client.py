@@ -1,6 +1,6 @@
 """The client: cache, bounded concurrency, retries, cost accounting and the call log.
 
-:class:`LLMClient` wraps a :class:`~prefduel.llm.request.Backend` and answers requests::
+`LLMClient` wraps a `Backend` and answers requests::
 
     backend = OpenAIBackend(base_url="http://localhost:8000/v1", api_key_env="MY_KEY")
     with LLMClient(backend, cache="run/llm-cache.sqlite", call_log="run/calls.jsonl",
@@ -10,7 +10,7 @@
 
 For each request: a cache hit returns at once (cost 0, nothing sent); otherwise the request is
 sent under a semaphore of ``max_connections`` slots (released while backing off), retried per the
-:class:`~prefduel.llm.retry.RetryPolicy`, and the answer is stored in the cache before it is
+`RetryPolicy`, and the answer is stored in the cache before it is
 returned. A call that exhausts its attempts (or fails permanently) returns a response with
 ``ok=False`` and its ``error``; nothing is cached for it, so running the same batch again sends
 exactly the calls without an answer (resume). Identical requests in flight at the same time are
@@ -41,7 +41,7 @@ ResultCallback = Callable[[LLMResponse], None]
 
 @dataclass
 class ClientStats:
-    """Running totals of one client (snapshot with :meth:`LLMClient.stats`).
+    """Running totals of one client (snapshot with `LLMClient.stats`).
 
     Attributes:
         requests: Requests answered (hits, answers and failures).
@@ -68,7 +68,7 @@ class ClientStats:
     started: float = 0.0
 
     def rate(self, now: float | None = None) -> float:
-        """Requests per second since :attr:`started`."""
+        """Requests per second since `started`."""
         elapsed = (time.monotonic() if now is None else now) - self.started
         return self.requests / elapsed if elapsed > 0 else 0.0
 
@@ -100,14 +100,14 @@ class LLMClient:
     """Answers requests through a backend, with cache, concurrency limit, retries and costs.
 
     Args:
-        backend: The backend (:class:`~prefduel.llm.openai_backend.OpenAIBackend`,
-            :class:`~prefduel.llm.scripted.ScriptedBackend`, or your own).
-        cache: A :class:`~prefduel.llm.cache.ResponseCache` or a path to one; None
+        backend: The backend (`OpenAIBackend`,
+            `ScriptedBackend`, or your own).
+        cache: A `ResponseCache` or a path to one; None
             disables caching (and resume).
         max_connections: Attempts in flight at once (an asyncio semaphore).
-        retry: The retry policy (default :class:`~prefduel.llm.retry.RetryPolicy()`).
-        prices: Price table (default :func:`~prefduel.llm.prices.load_prices()`).
-        call_log: A :class:`~prefduel.llm.calllog.CallLog` or a path to one; None: no log.
+        retry: The retry policy (default `RetryPolicy()`).
+        prices: Price table (default `load_prices()`).
+        call_log: A `CallLog` or a path to one; None: no log.
         budget: Stop sending new attempts once this much was spent (in the price table's
             currency); the requests not sent fail with ``error="budget ..."`` and are sent by a
             later run. In-flight attempts may overshoot by up to ``max_connections`` calls.
@@ -185,7 +185,7 @@ class LLMClient:
         Never raises for a failed call: the response has ``ok=False`` and ``error``.
 
         Raises:
-            RequestError: ``request`` is not an :class:`~prefduel.llm.request.LLMRequest`.
+            RequestError: ``request`` is not an `LLMRequest`.
         """
         if not isinstance(request, LLMRequest):
             raise RequestError(f"expected an LLMRequest, got {type(request).__name__}")
@@ -271,13 +271,13 @@ class LLMClient:
     # -- sync API --------------------------------------------------------------------------
 
     def complete_sync(self, request: LLMRequest) -> LLMResponse:
-        """:meth:`complete` from synchronous code (use :meth:`run` for batches)."""
+        """`complete` from synchronous code (use `run` for batches)."""
         return run_sync(self._then_release(self.complete(request)))
 
     def run(
         self, requests: Iterable[LLMRequest], *, on_result: ResultCallback | None = None
     ) -> list[LLMResponse]:
-        """:meth:`complete_many` from synchronous code."""
+        """`complete_many` from synchronous code."""
         return run_sync(self._then_release(self.complete_many(requests, on_result=on_result)))
 
     def close(self) -> None:
@@ -350,7 +350,7 @@ class LLMClient:
         return hit
 
     async def _attempt(self, request: LLMRequest) -> LLMResponse:
-        """One attempt; every failure comes out as an :class:`LLMCallError`."""
+        """One attempt; every failure comes out as an `LLMCallError`."""
         try:
             if self.attempt_timeout is None:
                 return await self.backend.complete(request)
@@ -481,7 +481,7 @@ class LLMClient:
 
 @dataclass(frozen=True)
 class CostEstimate:
-    """A dry-run estimate (see :func:`estimate_cost`).
+    """A dry-run estimate (see `estimate_cost`).
 
     Attributes:
         calls: Requests.
@@ -517,13 +517,13 @@ def estimate_cost(
 ) -> CostEstimate:
     """Estimate calls, tokens and cost of a batch before sending it (``--dry-run``).
 
-    Prompt tokens are estimated from the text (:func:`~prefduel.llm.prices.estimate_tokens`);
+    Prompt tokens are estimated from the text (`estimate_tokens`);
     completion tokens from ``completion_tokens`` (a number or a function of the request), else
     the request's ``max_tokens`` / ``max_completion_tokens``, else 256.
 
     Args:
         requests: The batch.
-        prices: Price table (default :func:`~prefduel.llm.prices.load_prices()`).
+        prices: Price table (default `load_prices()`).
         completion_tokens: Expected completion tokens per call.
         cache: If given, cached requests are counted as free.
         namespace: The cache namespace of the backend that would answer.

@@ -48,7 +48,7 @@ class LLMConfig:
         timeout: Seconds per attempt.
         max_connections: Attempts in flight at once.
         max_attempts: Attempts per call, the first included.
-        cache: The cache file (None: :func:`~prefduel.llm.cache.default_cache_path`).
+        cache: The cache file (None: `default_cache_path`).
         use_cache: False disables the cache (and resume).
         call_log: JSONL call log file (None: no log).
         prices: A user price file (None: shipped prices, or ``$PREFDUEL_PRICES``).
@@ -193,7 +193,7 @@ def make_backend(config: LLMConfig, *, handlers: Mapping[str, Handler] | None = 
 
 
 def make_client(config: LLMConfig, *, handlers: Mapping[str, Handler] | None = None) -> LLMClient:
-    """An :class:`~prefduel.llm.client.LLMClient` as the config says."""
+    """An `LLMClient` as the config says."""
     cache = (config.cache or default_cache_path()) if config.use_cache else None
     return LLMClient(
         make_backend(config, handlers=handlers),

@@ -10,7 +10,7 @@ class LLMError(PrefduelError):
 
 
 class RequestError(LLMError, ValueError):
-    """An :class:`~prefduel.llm.request.LLMRequest` is malformed (names the field)."""
+    """An `LLMRequest` is malformed (names the field)."""
 
 
 class LLMConfigError(LLMError, ValueError):
@@ -28,7 +28,7 @@ class CacheError(LLMError, RuntimeError):
 class LLMCallError(LLMError, RuntimeError):
     """One attempt of one call failed.
 
-    Backends raise it from ``complete``; :class:`~prefduel.llm.client.LLMClient` retries
+    Backends raise it from ``complete``; `LLMClient` retries
     the retryable ones and turns the rest into failed responses (it never raises it).
 
     Attributes:

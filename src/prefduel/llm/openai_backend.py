@@ -10,9 +10,9 @@ The key is read from the environment when the SDK client is built and handed to 
 it is not stored on this object, and it never appears in its ``repr``, in error messages (they
 are redacted), in the cache or in the call log.
 
-The SDK's own retries are off (``max_retries=0``): each :meth:`OpenAIBackend.complete` is ONE
-attempt, and :class:`~prefduel.llm.client.LLMClient` applies its retry policy. Failures
-come out as :class:`~prefduel.llm.errors.LLMCallError`:
+The SDK's own retries are off (``max_retries=0``): each `OpenAIBackend.complete` is ONE
+attempt, and `LLMClient` applies its retry policy. Failures
+come out as `LLMCallError`:
 
 * HTTP 408, 409, 429 and 5xx: ``kind="http"``, retryable, ``retry_after`` from the
   ``retry-after-ms`` / ``retry-after`` headers;

@@ -12,7 +12,7 @@ prefduel ships example prices (``prefduel/llm/data/prices.yaml``); a user file i
 the same format (``load_prices(path)``, or the ``PREFDUEL_PRICES`` environment variable)
 replaces or extends them (``replace: true`` ignores the shipped table). An exact model name wins
 over patterns, then the longest matching pattern. A model the table does not know costs 0, with
-one :class:`UnknownModelPriceWarning` per table and model.
+one `UnknownModelPriceWarning` per table and model.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class PriceTable:
             warn: Warn (once per model) when the model is unknown.
 
         Returns:
-            The cost in :attr:`currency`; 0 for an unknown model.
+            The cost in `currency`; 0 for an unknown model.
         """
         price = self.lookup(model)
         if price is None:

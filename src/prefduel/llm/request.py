@@ -1,9 +1,9 @@
 """Requests, responses and the ``complete(request) -> response`` protocol.
 
-An :class:`LLMRequest` is frozen, typed and hashable: model, messages (a tuple of
-:class:`Message`), sampling parameters (a frozen :class:`Params` mapping), seed, **sample index**
-and role tag. Its canonical JSON form (:attr:`LLMRequest.canonical`) and the SHA-256 of that form
-(:attr:`LLMRequest.key`) are stable across processes, platforms and Python versions; the key is
+An `LLMRequest` is frozen, typed and hashable: model, messages (a tuple of
+`Message`), sampling parameters (a frozen `Params` mapping), seed, **sample index**
+and role tag. Its canonical JSON form (`LLMRequest.canonical`) and the SHA-256 of that form
+(`LLMRequest.key`) are stable across processes, platforms and Python versions; the key is
 the cache key. Every field is part of the key, so repeated samples of one prompt (``sample=0, 1,
 ...``) are distinct cache entries, and nothing that changes the answer is left out. Example::
 
@@ -30,7 +30,7 @@ from prefduel.llm.errors import LLMCallError, RequestError
 #: Version tag inside the canonical form; bumping it changes every key on purpose.
 CANONICAL_FORMAT = "prefduel/llm-request/1"
 
-#: Values allowed in :class:`Params`: JSON scalars, tuples of values, nested ``Params``.
+#: Values allowed in `Params`: JSON scalars, tuples of values, nested ``Params``.
 ParamValue: TypeAlias = "bool | int | float | str | tuple[ParamValue, ...] | Params | None"
 
 
@@ -42,7 +42,7 @@ class Message(NamedTuple):
 
 
 def _freeze(value: Any, where: str) -> Any:
-    """Turn a JSON-like value into its frozen, normalized form (see :class:`Params`)."""
+    """Turn a JSON-like value into its frozen, normalized form (see `Params`)."""
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, numbers.Integral):
@@ -148,7 +148,7 @@ class Params(Mapping[str, Any]):
         return {k: _thaw(v) for k, v in self._items}
 
 
-#: The empty parameter set (the default of :attr:`LLMRequest.params`).
+#: The empty parameter set (the default of `LLMRequest.params`).
 NO_PARAMS = Params()
 
 
@@ -156,8 +156,8 @@ NO_PARAMS = Params()
 class LLMRequest:
     """One chat-completion request: what is asked, of which model, which sample, for what role.
 
-    Construction normalizes ``messages`` (pairs become :class:`Message`) and ``params`` (any
-    mapping becomes :class:`Params`), so requests built from lists and dicts are still hashable.
+    Construction normalizes ``messages`` (pairs become `Message`) and ``params`` (any
+    mapping becomes `Params`), so requests built from lists and dicts are still hashable.
 
     Attributes:
         model: Model name as the endpoint knows it (also the price-table key).
@@ -260,7 +260,7 @@ class LLMRequest:
         return cls(model, tuple(messages), Params(params), seed=seed, sample=sample, role=role)
 
     def to_json(self) -> dict[str, Any]:
-        """The canonical content as a JSON-ready ``dict`` (see :attr:`canonical`)."""
+        """The canonical content as a JSON-ready ``dict`` (see `canonical`)."""
         return {
             "format": CANONICAL_FORMAT,
             "model": self.model,
@@ -284,12 +284,12 @@ class LLMRequest:
 
     @cached_property
     def key(self) -> str:
-        """SHA-256 (64 hex digits) of :attr:`canonical`: the cache key of this request."""
+        """SHA-256 (64 hex digits) of `canonical`: the cache key of this request."""
         return hashlib.sha256(self.canonical.encode("utf-8")).hexdigest()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LLMRequest:
-        """Rebuild a request from :meth:`to_json` output (or the parsed :attr:`canonical`).
+        """Rebuild a request from `to_json` output (or the parsed `canonical`).
 
         Raises:
             RequestError: ``data`` is not a request of this format.
@@ -378,8 +378,8 @@ class LLMResponse:
 class Completer(Protocol):
     """Anything that answers requests: ``await completer.complete(request) -> LLMResponse``.
 
-    Both backends (one attempt, may raise :class:`~prefduel.llm.errors.LLMCallError`) and
-    :class:`~prefduel.llm.client.LLMClient` (cache, retries, never raises for a failed call)
+    Both backends (one attempt, may raise `LLMCallError`) and
+    `LLMClient` (cache, retries, never raises for a failed call)
     satisfy it; code that only needs answers (e.g. ``datagen``) should accept a ``Completer``.
     """
 
@@ -390,10 +390,10 @@ class Completer(Protocol):
 
 @runtime_checkable
 class Backend(Completer, Protocol):
-    """A source of answers that :class:`~prefduel.llm.client.LLMClient` drives.
+    """A source of answers that `LLMClient` drives.
 
     ``complete`` makes ONE attempt and returns an ``ok`` response, or raises
-    :class:`~prefduel.llm.errors.LLMCallError` (``retryable`` says whether to retry);
+    `LLMCallError` (``retryable`` says whether to retry);
     the client adds cache, retries, concurrency limits, cost and the call log.
 
     Attributes:

@@ -1,7 +1,7 @@
 """Retry policy: which failures to retry and how long to wait.
 
 Retried: HTTP 408, 409, 429 and 5xx, timeouts, connection errors (drops, truncated bodies) and
-malformed answers — i.e. every :class:`~prefduel.llm.errors.LLMCallError` with
+malformed answers — i.e. every `LLMCallError` with
 ``retryable=True``. Not retried: other 4xx (bad request, authentication, unknown model).
 
 Wait before attempt ``n + 1`` (after ``n`` failures):

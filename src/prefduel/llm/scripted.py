@@ -1,7 +1,7 @@
 """The scripted backend: every role played offline, deterministically.
 
-A :class:`ScriptedBackend` answers a request with ``handlers[request.role](request)``, a pure
-function of the request. Randomness comes only from :func:`request_rng`, which is derived from
+A `ScriptedBackend` answers a request with ``handlers[request.role](request)``, a pure
+function of the request. Randomness comes only from `request_rng`, which is derived from
 ``(role, messages, sample index)`` (not from the model name or the sampling parameters), so the
 same prompt and sample always get the same answer, in every process, and repeated samples
 (``sample=0, 1, ...``) differ::
@@ -13,9 +13,9 @@ same prompt and sample always get the same answer, in every process, and repeate
     backend = ScriptedBackend(handlers={"judge": judge})     # other roles keep the defaults
     client = LLMClient(backend, cache="llm-cache.sqlite")
 
-The default handlers (:data:`DEFAULT_HANDLERS`) return placeholder text of the right kind
+The default handlers (`DEFAULT_HANDLERS`) return placeholder text of the right kind
 (``question``, ``answer``, ``rater``: a score 1-10, ``judge``: ``A`` or ``B`` at random); any
-other role gets :func:`echo_handler`. ``prefduel.datagen`` registers handlers that parse its
+other role gets `echo_handler`. ``prefduel.datagen`` registers handlers that parse its
 own prompt formats; its judge picks follow TutorSim's latent preferences, so a whole pipeline
 runs offline with realistic structure. Scripted answers live in the cache namespace
 ``"scripted"`` (never mixed with real answers) and cost nothing.
@@ -53,8 +53,8 @@ def scripted_digest(request: LLMRequest) -> str:
 def request_rng(request: LLMRequest, *labels: int | str) -> np.random.Generator:
     """The random stream of a scripted answer to ``request``.
 
-    Seeded from all 256 bits of :func:`scripted_digest` through
-    :func:`prefduel.core.rng.stream`; ``labels`` select independent sub-streams.
+    Seeded from all 256 bits of `scripted_digest` through
+    `prefduel.core.rng.stream`; ``labels`` select independent sub-streams.
 
     Args:
         request: The request answered.
@@ -125,8 +125,8 @@ class ScriptedBackend:
 
     Args:
         handlers: Role tag -> handler; these replace the defaults for their roles.
-        default: Handler for roles with none (default :func:`echo_handler`).
-        use_defaults: Include :data:`DEFAULT_HANDLERS` for roles not in ``handlers``.
+        default: Handler for roles with none (default `echo_handler`).
+        use_defaults: Include `DEFAULT_HANDLERS` for roles not in ``handlers``.
         latency: Seconds each answer takes (``asyncio.sleep``; 0 answers at once).
         fail_unknown_roles: Raise a permanent error for roles without a handler instead of
             using ``default`` (catches typos in role tags).
@@ -192,7 +192,7 @@ class ScriptedBackend:
         return text
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """One answer (see :meth:`respond`), with estimated token counts."""
+        """One answer (see `respond`), with estimated token counts."""
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         text = self.respond(request)

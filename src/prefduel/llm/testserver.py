@@ -9,9 +9,9 @@ Standard library only (``http.server`` in a background thread)::
         ...                                   # first attempt of each request gets a 429
         assert all(r.attempt <= 1 for r in server.requests)
 
-It serves ``POST /v1/chat/completions`` (answer: :func:`default_answer` of the JSON body, or
+It serves ``POST /v1/chat/completions`` (answer: `default_answer` of the JSON body, or
 your ``answer`` function) and ``GET /v1/models``. Before answering, the fault schedule (a
-function of the :class:`ReceivedRequest`) may pick a :class:`Fault`:
+function of the `ReceivedRequest`) may pick a `Fault`:
 
 * ``Fault.http(status, retry_after=..., retry_after_ms=...)``: an error status (429, 500, 503,
   400, ...) with optional ``retry-after`` / ``retry-after-ms`` headers; ``echo_auth=True`` puts
@@ -25,9 +25,9 @@ function of the :class:`ReceivedRequest`) may pick a :class:`Fault`:
 * ``Fault.bad_shape()``: valid JSON without choices.
 
 Schedules are pure functions of the request, so tests are deterministic whatever the order of
-arrival: :func:`per_request_faults` (attempt ``n`` of each distinct body), :func:`random_faults`
-(a hash of seed, body and attempt) and :func:`fault_sequence` (by arrival order, for sequential
-clients). Every request received is recorded (:attr:`OpenAITestServer.requests`), headers
+arrival: `per_request_faults` (attempt ``n`` of each distinct body), `random_faults`
+(a hash of seed, body and attempt) and `fault_sequence` (by arrival order, for sequential
+clients). Every request received is recorded (`OpenAITestServer.requests`), headers
 included, in memory only.
 
 Run it standalone (prints ``READY <base_url>`` then serves until stdin closes or Ctrl-C)::
@@ -59,7 +59,7 @@ class Fault:
     """One injected failure (build with the class methods).
 
     Attributes:
-        kind: One of :data:`FAULT_KINDS`.
+        kind: One of `FAULT_KINDS`.
         status: HTTP status (``http`` faults).
         retry_after: ``retry-after`` header value, verbatim (seconds or an HTTP date).
         retry_after_ms: ``retry-after-ms`` header value, verbatim.
@@ -133,7 +133,7 @@ class ReceivedRequest:
         path: Request path.
         headers: Headers with lower-cased names (``authorization`` included: memory only).
         body: Parsed JSON body (None if absent or not JSON).
-        body_key: SHA-256 of the body's canonical JSON (:func:`body_key`).
+        body_key: SHA-256 of the body's canonical JSON (`body_key`).
         attempt: Earlier requests with the same ``body_key`` (0 for the first).
         fault: Kind of the fault injected, or None for a normal answer.
     """
@@ -363,12 +363,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class OpenAITestServer:
-    """The test server (start with ``with`` or :meth:`start`).
+    """The test server (start with ``with`` or `start`).
 
     Args:
-        answer: Answer text for a request body (default :func:`default_answer`).
+        answer: Answer text for a request body (default `default_answer`).
         faults: Fault schedule (default: no faults). May be replaced between phases via
-            :attr:`faults`.
+            `faults`.
         latency: Seconds each normal answer takes.
         host: Interface (default 127.0.0.1).
         port: Port (0: any free port).
@@ -401,7 +401,7 @@ class OpenAITestServer:
 
     @property
     def base_url(self) -> str:
-        """``http://HOST:PORT/v1`` (after :meth:`start`)."""
+        """``http://HOST:PORT/v1`` (after `start`)."""
         if self._server is None:
             raise RuntimeError("the test server is not started")
         return f"http://{self.host}:{self._server.server_address[1]}/v1"

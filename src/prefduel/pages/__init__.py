@@ -1,11 +1,11 @@
 """Interactive, self-contained offline HTML pages (no network; CSS, JS and data inline).
 
-* "Be the policy" (:func:`play_page`, :func:`play_widget`): play one student's session of a
+* "Be the policy" (`play_page`, `play_widget`): play one student's session of a
   world by picking two personas per round; the clicks are the benchmark's clicks and
-  :func:`session_score` computes the same score in Python.
-* "Watch the policy learn" (:func:`replay_page`, :func:`replay_widget`): step through the
+  `session_score` computes the same score in Python.
+* "Watch the policy learn" (`replay_page`, `replay_widget`): step through the
   arrivals of a finished run, with the excess regret curve and the pairs shown to each student;
-  :func:`replay_trajectory` recovers the pairs of a result row by re-running its cell.
+  `replay_trajectory` recovers the pairs of a result row by re-running its cell.
 
 Widgets are ``<section>`` fragments whose ids and classes are prefixed by their ``element_id``,
 so they can be embedded side by side in a larger report page.

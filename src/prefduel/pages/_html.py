@@ -2,7 +2,7 @@
 
 Every widget is a self-contained ``<section id=ELEMENT_ID>`` whose CSS selectors start with
 ``#ELEMENT_ID`` and whose class names and ids start with ``ELEMENT_ID-``, so several widgets can
-sit in one larger page. Templates spell the prefix ``__ID__``; :func:`fill` substitutes it.
+sit in one larger page. Templates spell the prefix ``__ID__``; `fill` substitutes it.
 """
 
 from __future__ import annotations

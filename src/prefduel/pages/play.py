@@ -1,14 +1,14 @@
 """Be the policy: play one real session of a world in the browser, and score it in Python.
 
 The page shows the questions of one arrival; each round the person picks two personas, the
-student's click is drawn exactly as :func:`prefduel.runner.cell.play` draws it (the world's
+student's click is drawn exactly as `prefduel.runner.cell.play` draws it (the world's
 stored uniform ``u[a, s]`` against ``P[a, s, lo, hi]`` in canonical order ``lo < hi``, flipped
 when the larger index was listed first), and the hidden utilities are revealed. The running
 score is the benchmark score restricted to the rounds played so far:
 ``100 (R_rand - R) / (R_rand - G)`` (random pairs 0, the student's two best 100).
 
-:func:`session_score` computes the same numbers in Python; the page and it agree exactly, because
-both take the per-round floor and random regret from :mod:`prefduel.core.regret`, compute the
+`session_score` computes the same numbers in Python; the page and it agree exactly, because
+both take the per-round floor and random regret from `prefduel.core.regret`, compute the
 pair regret ``2 U* - U_i - U_j`` with the same floating-point operations, and sum the rounds in
 order.
 """
@@ -42,7 +42,7 @@ def click(world: World, arrival: int, rnd: int, first: int, second: int) -> int:
     """The student's click for the pair ``(first, second)``, as the benchmark draws it.
 
     Returns:
-        1 if ``first`` wins the click, else 0 (the ``outcome`` of :func:`runner.cell.play`).
+        1 if ``first`` wins the click, else 0 (the ``outcome`` of `runner.cell.play`).
     """
     lo, hi = (first, second) if first < second else (second, first)
     y = int(world.u[arrival, rnd] < world.P[arrival, rnd, lo, hi])
@@ -649,7 +649,7 @@ def _columns(k: int) -> int:
 
 
 def play_page(world: World, arrival: int) -> str:
-    """A complete, offline HTML document with :func:`play_widget` for one arrival."""
+    """A complete, offline HTML document with `play_widget` for one arrival."""
     widget = play_widget(world, arrival)
     title = f"Be the policy · {world.name} seed {world.seed} arrival {int(arrival)}"
     return document(title, widget)

@@ -1,10 +1,10 @@
 """Watch the policy learn: step through the arrivals of a finished run.
 
 Result rows store ``excess_per_arrival`` but not the pairs, so the trajectory is recomputed by
-re-running the cell (:func:`prefduel.runner.cell.run_cell` is deterministic: the same world,
+re-running the cell (`prefduel.runner.cell.run_cell` is deterministic: the same world,
 seed and policy give the same row) and checked against the stored row; a row that the current
 package does not reproduce (e.g. one written by another version) is refused with
-:class:`~prefduel.core.errors.ResultsFileError` rather than drawn wrongly.
+`ResultsFileError` rather than drawn wrongly.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def replay_trajectory(world: World, row: dict[str, Any]) -> Trajectory:
         row: A policy row (``policy`` is the spec that is run again).
 
     Raises:
-        ResultsFileError: the re-run does not reproduce the row (see :func:`check_trajectory`).
+        ResultsFileError: the re-run does not reproduce the row (see `check_trajectory`).
     """
     fresh = run_cell(world, str(row["policy"]), keep_trajectory=True)
     trajectory = fresh["trajectory"]
@@ -545,7 +545,7 @@ def replay_widget(
     Args:
         world: The world of the row (same name and seed).
         row: The policy's result row (``excess_per_arrival``, ``score``, ...).
-        trajectory: The run's pairs and clicks, e.g. from :func:`replay_trajectory`.
+        trajectory: The run's pairs and clicks, e.g. from `replay_trajectory`.
         arrival: The arrival shown first.
         element_id: Id of the section and prefix of its ids and classes.
 
@@ -580,6 +580,6 @@ def replay_widget(
 def replay_page(
     world: World, row: dict[str, Any], trajectory: Trajectory, *, arrival: int = 0
 ) -> str:
-    """A complete, offline HTML document with :func:`replay_widget`."""
+    """A complete, offline HTML document with `replay_widget`."""
     title = f"Watch {row.get('policy', 'the policy')} learn · {world.name} seed {world.seed}"
     return document(title, replay_widget(world, row, trajectory, arrival=arrival))

@@ -22,7 +22,7 @@ import numpy as np
 
 from prefduel.core.errors import PolicyError
 
-#: Keys of the ``context`` dict given to :meth:`Policy.reset`.
+#: Keys of the ``context`` dict given to `Policy.reset`.
 CONTEXT_KEYS = ("K", "d", "S", "N", "beta", "b")
 
 
@@ -42,8 +42,8 @@ class PolicyProtocol(Protocol):
 class Policy:
     """Convenience base class: stores ``rng`` and ``context`` and does nothing else.
 
-    Subclasses override :meth:`select` and usually :meth:`update`. Constructors only store
-    settings; :meth:`reset` builds all state, so one instance can be run many times.
+    Subclasses override `select` and usually `update`. Constructors only store
+    settings; `reset` builds all state, so one instance can be run many times.
     """
 
     name = "policy"
@@ -96,7 +96,7 @@ def validate_pair(pair: Any, k: int) -> tuple[int, int]:
 
 
 def policy_context(n: int, s: int, k: int, d: int) -> dict[str, Any]:
-    """The ``context`` dict the runner gives to :meth:`Policy.reset`."""
+    """The ``context`` dict the runner gives to `Policy.reset`."""
     return {"K": k, "d": d, "S": s, "N": n, "beta": 8.0, "b": s}
 
 

@@ -23,11 +23,11 @@ and discovery recall. ::
     rows, run = load_run("study")
     write_report(build_report(rows, config.report, run=run), "study/report")
 
-Modules: :mod:`~.taxonomy` (Θ), :mod:`~.personas`, :mod:`~.preferences` (sparse profiles),
-:mod:`~.rubrics`, :mod:`~.tasks` (loaders and the built-in set), :mod:`~.matching` (accuracy
-rules), :mod:`~.user` (routers, passive user), :mod:`~.prompts`, :mod:`~.episodes`,
-:mod:`~.judging`, :mod:`~.metrics` (pure), :mod:`~.pipeline`, :mod:`~.report`,
-:mod:`~.scripted` (offline roles), :mod:`~.config`, :mod:`~.store`.
+Modules: `taxonomy` (Θ), `personas`, `preferences` (sparse profiles),
+`rubrics`, `tasks` (loaders and the built-in set), `matching` (accuracy
+rules), `user` (routers, passive user), `prompts`, `episodes`,
+`judging`, `metrics` (pure), `pipeline`, `report`,
+`scripted` (offline roles), `config`, `store`.
 """
 
 from __future__ import annotations

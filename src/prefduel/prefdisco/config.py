@@ -88,7 +88,7 @@ class TaskSource:
 
     Attributes:
         format: ``builtin`` or one of ``math500``, ``medqa``, ``commonsenseqa``, ``logiqa``,
-            ``socialiqa``, ``generic`` (see :mod:`prefduel.prefdisco.tasks`).
+            ``socialiqa``, ``generic`` (see `prefduel.prefdisco.tasks`).
         path: The JSONL file (not for ``builtin``); relative paths are relative to the config
             file.
         name: Source name for grouping results (default: the format).
@@ -307,10 +307,10 @@ class PrefDiscoConfig:
     """The whole study: generation, run, report and LLM settings.
 
     Attributes:
-        generate: :class:`GenerateConfig`.
-        run: :class:`RunConfig`.
-        report: :class:`ReportConfig`.
-        llm: Shared LLM settings (:class:`prefduel.llm.LLMConfig`).
+        generate: `GenerateConfig`.
+        run: `RunConfig`.
+        report: `ReportConfig`.
+        llm: Shared LLM settings (`prefduel.llm.LLMConfig`).
         llm_roles: Group (``model``, ``user``, ``judge``, ``generate``) -> keys of ``llm`` to
             override for that group.
     """
@@ -473,5 +473,5 @@ def load_config(path: str | Path | None) -> PrefDiscoConfig:
 
 
 def config_from_json(data: Mapping[str, Any], *, source: str = "manifest") -> PrefDiscoConfig:
-    """Rebuild a config from :meth:`PrefDiscoConfig.to_json` output (paths kept as stored)."""
+    """Rebuild a config from `PrefDiscoConfig.to_json` output (paths kept as stored)."""
     return PrefDiscoConfig.from_mapping(data, source=source, base_dir=None)

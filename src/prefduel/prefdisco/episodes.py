@@ -1,12 +1,12 @@
 """Episodes: one model, one condition, one (persona, task) instance -> a transcript.
 
-Three conditions share one scaffold (:mod:`prefduel.prefdisco.prompts`): the final answer
+Three conditions share one scaffold (`prefduel.prefdisco.prompts`): the final answer
 is requested with the same system prompt and template; only the information block differs.
 
 * ``baseline``: the problem only ("you know nothing about this user's preferences");
 * ``discovery``: first an ask phase of at most ``max_turns`` turns (the model replies
-  ``QUESTION: ...`` or ``READY``; each question goes to the :class:`~prefduel.prefdisco.
-  user.PassiveUser`), then the final answer with the questions and replies as the information;
+  ``QUESTION: ...`` or ``READY``; each question goes to the `PassiveUser`), then the final
+  answer with the questions and replies as the information;
 * ``oracle``: the full hidden profile (attribute, value, importance) as the information.
 
 Every request is a pure function of the dataset, the settings and earlier answers, so a re-run
@@ -55,7 +55,7 @@ class Transcript:
         source: The task's source (benchmark).
         domain: The task's domain.
         turns: The ask phase: each question, its route, the disclosures and the reply
-            (JSON form of :class:`~prefduel.prefdisco.user.UserTurn`); empty outside
+            (JSON form of `UserTurn`); empty outside
             discovery.
         stop: Why the ask phase ended: ``ready``, ``unparsed`` (neither a question nor READY),
             ``max_turns``; or the condition name for baseline/oracle.
@@ -103,7 +103,7 @@ class Transcript:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, where: str = "transcript") -> Transcript:
-        """Rebuild from :meth:`to_json` output.
+        """Rebuild from `to_json` output.
 
         Raises:
             DatasetError: Missing fields (names ``where``).

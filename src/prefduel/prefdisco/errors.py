@@ -6,7 +6,7 @@ from prefduel.core.errors import PrefduelError
 
 
 class PrefDiscoError(PrefduelError):
-    """Base class of the errors :mod:`prefduel.prefdisco` raises on purpose."""
+    """Base class of the errors `prefduel.prefdisco` raises on purpose."""
 
 
 class TaxonomyError(PrefDiscoError, ValueError):

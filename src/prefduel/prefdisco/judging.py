@@ -7,7 +7,7 @@ shown back and the format restated, up to ``judge_attempts`` times. A judgement 
 parses is recorded as missing (``None``) with an error, and PrefAlign of that episode is then
 missing too: it is never filled in with 1.
 
-Accuracy uses the rules of :mod:`prefduel.prefdisco.matching` first; the grader (role
+Accuracy uses the rules of `prefduel.prefdisco.matching` first; the grader (role
 ``"grader"``) is asked only when they cannot decide. Discovery recall is the share of hidden
 attributes that at least one question was routed to.
 """

@@ -1,6 +1,6 @@
 """Task accuracy by rule: final-answer extraction, multiple-choice, numeric and exact matching.
 
-:func:`match_answer` decides what it can without an LLM and says when it cannot:
+`match_answer` decides what it can without an LLM and says when it cannot:
 
 * ``choice`` tasks: the option letter of the final answer (``Final answer: (C)``, ``C.``,
   ``**C**``, ``the answer is C``) or the option whose text the final answer repeats;
@@ -10,7 +10,7 @@
 * ``exact`` tasks: text normalized (case, spaces, ``$``, ``\\text{}``, ``\\left``/``\\right``,
   ``\\dfrac``, degree signs) and compared; numbers are compared as numbers.
 
-The result is a :class:`Match`; ``correct is None`` means the rules cannot decide (no final
+The result is a `Match`; ``correct is None`` means the rules cannot decide (no final
 answer found, an ``exact`` mismatch that may be an equivalent form, or a ``free`` task), and the
 scorer falls back to an LLM grader (role ``"grader"``).
 """
@@ -183,10 +183,10 @@ def match_answer(task: Task, response: str) -> Match:
         response: The model's full response.
 
     Returns:
-        A :class:`Match`; ``correct`` is None when a grader must decide.
+        A `Match`; ``correct`` is None when a grader must decide.
 
     Raises:
-        TypeError: ``task`` is not a :class:`~prefduel.prefdisco.tasks.Task`.
+        TypeError: ``task`` is not a `Task`.
     """
     if not isinstance(task, Task):
         raise TypeError(f"task: expected a Task, got {type(task).__name__}")

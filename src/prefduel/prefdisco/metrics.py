@@ -1,17 +1,17 @@
 """PrefDisco metrics as pure functions: PrefAlign, NormAlign (with bootstrap), recall, trends.
 
-* :func:`pref_align`: ``PrefAlign(r, P) = Σ_j w_j g_j(r, v_j)`` with judge scores
+* `pref_align`: ``PrefAlign(r, P) = Σ_j w_j g_j(r, v_j)`` with judge scores
   ``g_j ∈ {1..5}`` and weights summing to 1; a missing score is an error, never a 1.
-* :func:`norm_align`: ``NormAlign = 100 (disc - base) / (oracle - base)`` for PrefAlign values
+* `norm_align`: ``NormAlign = 100 (disc - base) / (oracle - base)`` for PrefAlign values
   (or their means over a group). Undefined (None) when the oracle does not beat the baseline by
   at least ``min_gap``: a ratio over a near-zero gap is noise, and a negative gap would flip
   its sign.
-* :func:`norm_align_ci`: NormAlign of group means with a paired percentile bootstrap over
+* `norm_align_ci`: NormAlign of group means with a paired percentile bootstrap over
   instances (each instance keeps its three conditions together). Replicates whose gap falls
   under ``min_gap`` are dropped and counted; the interval is reported only when at least
   ``min_valid`` of them are usable.
-* :func:`discovery_recall`: share of the hidden attributes the model asked about.
-* :func:`trend`: Pearson r, least-squares slope and a two-sided p-value (questions asked vs
+* `discovery_recall`: share of the hidden attributes the model asked about.
+* `trend`: Pearson r, least-squares slope and a two-sided p-value (questions asked vs
   alignment gain).
 """
 
@@ -144,7 +144,7 @@ def norm_align_ci(
         discovery: PrefAlign per instance, discovery (length n).
         baseline: ... baseline (same instances, same order).
         oracle: ... oracle.
-        min_gap: See :func:`norm_align`.
+        min_gap: See `norm_align`.
         n_boot: Bootstrap replicates (0: no interval).
         level: Interval coverage.
         seed: Root seed; the resampling stream is ``stream(seed, "bootstrap", label)``.

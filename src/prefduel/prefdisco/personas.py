@@ -1,7 +1,7 @@
 """Psychology-grounded personas: Big Five (IPIP-style), demographics, expertise, learning traits.
 
-:func:`sample_personas` draws a persona library from the persona space
-(``data/persona_space.yaml``), seeded through :func:`prefduel.core.rng.stream`:
+`sample_personas` draws a persona library from the persona space
+(``data/persona_space.yaml``), seeded through `prefduel.core.rng.stream`:
 
 * **Big Five** (openness, conscientiousness, extraversion, agreeableness, neuroticism): each
   factor is the mean of 10 simulated Likert items (1-5), as in the 50-item IPIP Big-Five
@@ -17,10 +17,10 @@ Rejection sampling keeps the library plausible and diverse: a candidate is redra
 occupation does not fit its education or age (``implausible``), or when its Big Five profile
 lies within ``min_distance`` of an earlier persona (``too_similar``). The counts are returned.
 
-:func:`trait_vector` turns a persona into the standardized traits (z-scores and indicators)
-that the preference sampler's loadings refer to. :func:`enrich_personas` optionally asks an LLM
+`trait_vector` turns a persona into the standardized traits (z-scores and indicators)
+that the preference sampler's loadings refer to. `enrich_personas` optionally asks an LLM
 (role ``"persona"``) for a short backstory; the answer is validated and a failure is recorded on
-the persona, never invented. Libraries are saved as JSONL (:func:`save_personas`).
+the persona, never invented. Libraries are saved as JSONL (`save_personas`).
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ class Persona:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, where: str = "persona") -> Persona:
-        """Rebuild a persona from :meth:`to_json` output.
+        """Rebuild a persona from `to_json` output.
 
         Raises:
             DatasetError: A field is missing or out of range (names ``where`` and the field).
@@ -515,7 +515,7 @@ async def enrich_personas(
 
     Args:
         personas: The personas.
-        client: Answers requests (an :class:`~prefduel.llm.client.LLMClient`).
+        client: Answers requests (an `LLMClient`).
         model: The writer model.
         temperature: Sampling temperature (the paper samples personas at 0.7).
         attempts: Requests per persona before the failure is recorded.
@@ -557,7 +557,7 @@ def save_personas(path: str | Path, personas: Sequence[Persona]) -> int:
 
 
 def load_personas(path: str | Path) -> list[Persona]:
-    """Read a persona library written by :func:`save_personas`.
+    """Read a persona library written by `save_personas`.
 
     Raises:
         DatasetError: Missing file, malformed line, or duplicate ids (names file and line).

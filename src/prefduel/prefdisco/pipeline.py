@@ -11,7 +11,7 @@
     run_study(dataset, config.run, clients, "out")     # transcripts.jsonl, scores.jsonl
     clients.close()
 
-**Dataset folder** (written by :func:`generate_dataset`, all deterministic in the config)::
+**Dataset folder** (written by `generate_dataset`, all deterministic in the config)::
 
     manifest.json      format, config, taxonomy version and digest, counts, file digests
     taxonomy.yaml      the taxonomy used (a copy, so the folder is self-contained)
@@ -20,7 +20,7 @@
     preferences.jsonl  one hidden profile per (persona, task) instance
     rubrics.jsonl      a rubric per (attribute, value) of the taxonomy
 
-**Run folder** (written by :func:`run_study`; default: the dataset folder)::
+**Run folder** (written by `run_study`; default: the dataset folder)::
 
     run.json           the settings every episode ran under (and their digest)
     transcripts.jsonl  one line per episode (model x condition x instance)
@@ -139,7 +139,7 @@ class _NoClient:
 
 @dataclass
 class RoleClients:
-    """One :class:`~prefduel.llm.request.Completer` per role group.
+    """One `Completer` per role group.
 
     Attributes:
         model: Model under test (roles ask, answer).
@@ -174,7 +174,7 @@ class RoleClients:
                 await backend.aclose()
 
     def close(self) -> None:
-        """Close call logs and owned caches of the :class:`LLMClient` s."""
+        """Close call logs and owned caches of the `LLMClient` s."""
         for client in self.distinct():
             if isinstance(client, LLMClient):
                 client.close()
@@ -286,7 +286,7 @@ def default_handlers(taxonomy: Taxonomy, tasks: Sequence[Task]) -> dict[str, Han
 
 @dataclass(frozen=True)
 class GenerateSummary:
-    """What :func:`generate_dataset` wrote.
+    """What `generate_dataset` wrote.
 
     Attributes:
         folder: The dataset folder.
@@ -518,7 +518,7 @@ class Dataset:
 
 
 def load_dataset(folder: str | Path) -> Dataset:
-    """Load a dataset folder written by :func:`generate_dataset` and cross-check it.
+    """Load a dataset folder written by `generate_dataset` and cross-check it.
 
     Raises:
         DatasetError: A file is missing or malformed, a profile names an unknown persona or
@@ -573,7 +573,7 @@ def load_dataset(folder: str | Path) -> Dataset:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What :func:`run_study` did.
+    """What `run_study` did.
 
     Attributes:
         folder: The run folder.

@@ -1,6 +1,6 @@
 """Sparse preference profiles P_{p,i} = {(θ_j, v_j, w_j) : θ_j ∈ F(i)}, sampled explicitly.
 
-For a persona p and a task i, :func:`sample_profile` draws, from ``stream(seed, "preferences",
+For a persona p and a task i, `sample_profile` draws, from ``stream(seed, "preferences",
 persona id, task id)``:
 
 1. **k** uniformly in ``[k_min, k_max]`` (default 3-5): the profile is sparse by construction.
@@ -17,7 +17,7 @@ persona id, task id)``:
 4. **weights** w ~ Dirichlet(α 1_k) (default α = 1); Σw = 1 is checked (to 1e-9) on creation
    and on load, and every w > 0.
 
-The z_t(p) are :func:`prefduel.prefdisco.personas.trait_vector`. Nothing here is written
+The z_t(p) are `prefduel.prefdisco.personas.trait_vector`. Nothing here is written
 by an LLM: the reference implementation let the LLM invent attribute names and weights; here
 every attribute id and value is checked against the taxonomy.
 """
@@ -144,7 +144,7 @@ class PreferenceProfile:
         return len(self.items)
 
     def check(self, taxonomy: Taxonomy) -> None:
-        """Raise :class:`TaxonomyError` unless every attribute and value is in ``taxonomy``."""
+        """Raise `TaxonomyError` unless every attribute and value is in ``taxonomy``."""
         for p in self.items:
             taxonomy.check_value(p.attribute, p.value)
 
@@ -162,7 +162,7 @@ class PreferenceProfile:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, where: str = "profile") -> PreferenceProfile:
-        """Rebuild from :meth:`to_json` output (weights re-checked).
+        """Rebuild from `to_json` output (weights re-checked).
 
         Raises:
             DatasetError: Malformed, or weights not summing to 1 (names ``where``).
@@ -318,7 +318,7 @@ def sample_profiles(
     config: SparsityConfig | None = None,
     space: PersonaSpace | None = None,
 ) -> list[PreferenceProfile]:
-    """:func:`sample_profile` for each (persona, task) pair, in order."""
+    """`sample_profile` for each (persona, task) pair, in order."""
     return [sample_profile(p, t, taxonomy, seed=seed, config=config, space=space) for p, t in pairs]
 
 

@@ -1,12 +1,12 @@
 """Every prompt PrefDisco sends, and the parsers of the answers.
 
-All prompt text lives here, versioned by :data:`PROMPTS_VERSION` (stored with each run), so that
+All prompt text lives here, versioned by `PROMPTS_VERSION` (stored with each run), so that
 the three conditions provably share one scaffold: the final answer is always requested with
-:func:`final_messages` (same system prompt, same template); only the *information block*
-differs (:func:`info_baseline`, :func:`info_discovery`, :func:`info_oracle`). The discovery
-condition adds an ask phase before it (:func:`ask_messages`).
+`final_messages` (same system prompt, same template); only the *information block*
+differs (`info_baseline`, `info_discovery`, `info_oracle`). The discovery
+condition adds an ask phase before it (`ask_messages`).
 
-Roles (the ``role`` tag of each :class:`~prefduel.llm.request.LLMRequest`):
+Roles (the ``role`` tag of each `LLMRequest`):
 
 =============  =================================================================
 ``ask``        model under test, discovery phase: ``QUESTION: ...`` or ``READY``
@@ -19,7 +19,7 @@ Roles (the ``role`` tag of each :class:`~prefduel.llm.request.LLMRequest`):
 =============  =================================================================
 
 Parsers return None for an answer that does not follow the requested format; callers retry
-with :func:`retry_turn` appended (which changes the request, so a retry is a new cache entry and
+with `retry_turn` appended (which changes the request, so a retry is a new cache entry and
 a new call even at temperature 0).
 """
 
@@ -125,7 +125,7 @@ def ask_messages(
     """The discovery-phase conversation after ``turns`` (question, reply) pairs.
 
     Args:
-        task: The task block (:func:`task_block`).
+        task: The task block (`task_block`).
         turns: Questions asked so far and the user's replies.
         max_turns: The question budget.
     """

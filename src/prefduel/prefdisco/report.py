@@ -1,16 +1,16 @@
 """The PrefDisco report: per-condition tables, NormAlign by task and by attribute, questions vs
 alignment, accuracy, discovery recall; as JSON, Markdown and one self-contained HTML page.
 
-:func:`build_report` turns the score rows of a run folder into one JSON-ready ``dict``;
-:func:`write_report` writes ``report.json``, ``report.md`` and ``report.html`` (inline CSS and
-SVG, no network). Everything is deterministic in the rows and the :class:`ReportConfig`.
+`build_report` turns the score rows of a run folder into one JSON-ready ``dict``;
+`write_report` writes ``report.json``, ``report.md`` and ``report.html`` (inline CSS and
+SVG, no network). Everything is deterministic in the rows and the `ReportConfig`.
 
 Definitions (per model):
 
 * **PrefAlign** per condition: mean ± s.e. over scored episodes (1-5).
 * **NormAlign** = 100 (mean disc - mean base) / (mean oracle - mean base) over the instances
   scored in all three conditions, with a paired bootstrap interval; undefined when the oracle
-  does not beat the baseline by ``min_gap`` (see :mod:`prefduel.prefdisco.metrics`).
+  does not beat the baseline by ``min_gap`` (see `prefduel.prefdisco.metrics`).
   *By task* groups instances by the task source (benchmark); *by attribute* uses that
   attribute's judge scores over the instances where it is hidden.
 * **Negative share**: share of task groups with NormAlign < 0 (the paper's statistic), and

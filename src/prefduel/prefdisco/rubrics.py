@@ -1,6 +1,6 @@
 """Per-(attribute, value) scoring rubrics: 1-5 with an anchor for every level.
 
-:func:`template_rubric` writes a rubric from the taxonomy alone, so every value of every
+`template_rubric` writes a rubric from the taxonomy alone, so every value of every
 attribute has one without any LLM call:
 
 * ordinal attributes: 5 = the target level throughout; 4 = mostly, drifting toward a neighbour;
@@ -9,10 +9,10 @@ attribute has one without any LLM call:
 * categorical attributes: 5 = the target category throughout; 4 = mostly; 3 = mixed with
   another category; 2 = mostly another category; 1 = another category entirely.
 
-:func:`refine_rubrics` optionally asks an LLM (role ``"rubric"``) to sharpen the anchors of the
-rubrics in use. A refined rubric is kept only if it passes :func:`validate_anchors` (five
+`refine_rubrics` optionally asks an LLM (role ``"rubric"``) to sharpen the anchors of the
+rubrics in use. A refined rubric is kept only if it passes `validate_anchors` (five
 distinct anchors of sensible length, the top anchor naming the target); otherwise the template
-stays and the rejection is recorded in :attr:`Rubric.error`.
+stays and the rejection is recorded in `Rubric.error`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Rubric:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, where: str = "rubric") -> Rubric:
-        """Rebuild from :meth:`to_json` output.
+        """Rebuild from `to_json` output.
 
         Raises:
             DatasetError: Missing fields or invalid anchors (names ``where``).
@@ -258,7 +258,7 @@ def save_rubrics(path: str | Path, rubrics: Mapping[tuple[str, str], Rubric]) ->
 
 
 def load_rubrics(path: str | Path, taxonomy: Taxonomy) -> dict[tuple[str, str], Rubric]:
-    """Read rubrics written by :func:`save_rubrics`, checked against ``taxonomy``.
+    """Read rubrics written by `save_rubrics`, checked against ``taxonomy``.
 
     Raises:
         DatasetError: Malformed line, unknown attribute/value, or a duplicate (names the line).

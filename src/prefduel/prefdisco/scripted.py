@@ -1,6 +1,6 @@
 """Scripted roles: every PrefDisco role played offline and deterministically.
 
-:func:`scripted_handlers` returns handlers for :class:`~prefduel.llm.scripted.
+`scripted_handlers` returns handlers for `
 ScriptedBackend` (``handlers={role: fn(request) -> str}``) that read PrefDisco's own prompts:
 
 * ``ask``: a scripted model under test that asks about ``k`` attributes (``k`` from the model
@@ -24,7 +24,7 @@ ScriptedBackend` (``handlers={role: fn(request) -> str}``) that read PrefDisco's
 
 Randomness comes from ``(role, model, messages)`` only (not the sample index or parameters), so
 the same conversation gets the same answer through the scripted backend and through
-:func:`server_answer` on the OpenAI-compatible test server: a run through HTTP reproduces the
+`server_answer` on the OpenAI-compatible test server: a run through HTTP reproduces the
 offline run exactly.
 """
 
@@ -298,7 +298,7 @@ class ScriptedWorld:
         return json.dumps(anchors, sort_keys=True)
 
     def handlers(self) -> dict[str, Handler]:
-        """Role -> handler, for :class:`~prefduel.llm.scripted.ScriptedBackend`."""
+        """Role -> handler, for `ScriptedBackend`."""
         return {
             "ask": self.ask,
             "answer": self.answer,
@@ -313,14 +313,14 @@ class ScriptedWorld:
 def scripted_handlers(
     taxonomy: Taxonomy, tasks: Sequence[Task] = (), **settings: Any
 ) -> dict[str, Handler]:
-    """Handlers for every PrefDisco role (see :class:`ScriptedWorld` for ``settings``)."""
+    """Handlers for every PrefDisco role (see `ScriptedWorld` for ``settings``)."""
     return ScriptedWorld(taxonomy, tasks, **settings).handlers()
 
 
 def server_answer(handlers: Mapping[str, Handler]) -> Callable[[dict[str, Any]], str]:
-    """An ``answer`` function for :class:`~prefduel.llm.testserver.OpenAITestServer`.
+    """An ``answer`` function for `OpenAITestServer`.
 
-    The role is recovered from the messages (:func:`~prefduel.prefdisco.prompts.role_of`)
+    The role is recovered from the messages (`role_of`)
     and the scripted handler answers, so an endpoint run reproduces the scripted run.
     """
 

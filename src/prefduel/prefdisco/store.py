@@ -1,11 +1,11 @@
 """JSON Lines files: deterministic writes, crash-tolerant appends, and reads that name the line.
 
-* :func:`write_jsonl` writes a whole file atomically (temporary file + rename), one row per
+* `write_jsonl` writes a whole file atomically (temporary file + rename), one row per
   line as canonical JSON (sorted keys), so equal rows give byte-identical files.
-* :class:`JsonlAppender` appends rows one at a time and flushes each, for results that must
+* `JsonlAppender` appends rows one at a time and flushes each, for results that must
   survive a kill; a torn last line left by a crash is cut off when the file is opened again.
-* :func:`read_jsonl` reads rows back; a malformed line raises
-  :class:`~prefduel.prefdisco.errors.DatasetError` naming file and line, except a torn
+* `read_jsonl` reads rows back; a malformed line raises
+  `DatasetError` naming file and line, except a torn
   last line (no newline at the end), which is skipped when ``allow_torn_tail`` is set.
 """
 

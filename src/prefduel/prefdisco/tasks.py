@@ -1,8 +1,8 @@
 """Tasks: question/answer items from static benchmarks, plus a small built-in set.
 
-A :class:`Task` is one question with a reference answer, optional lettered options, a domain
+A `Task` is one question with a reference answer, optional lettered options, a domain
 (which drives the choice of relevant attributes) and a ``source`` (the benchmark, used to group
-results). :func:`load_tasks` reads JSON Lines files in the shapes of the public releases:
+results). `load_tasks` reads JSON Lines files in the shapes of the public releases:
 
 =================  ============================================================================
 format             one line of the file (extra fields are ignored)
@@ -24,7 +24,7 @@ format             one line of the file (extra fields are ignored)
                    "domain"?, "answer_type"?: numeric|exact|choice|free}``
 =================  ============================================================================
 
-Every error names the file and the line. The built-in set (:func:`builtin_tasks`, package data
+Every error names the file and the line. The built-in set (`builtin_tasks`, package data
 ``data/tasks.yaml``) has 18 items written for prefduel in these shapes (math, medicine,
 commonsense, logic, social, science).
 """
@@ -122,7 +122,7 @@ class Task:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, where: str = "task") -> Task:
-        """Rebuild a task from :meth:`to_json` output.
+        """Rebuild a task from `to_json` output.
 
         Raises:
             TaskFormatError: Naming ``where``.
@@ -320,7 +320,7 @@ def load_tasks(
 
     Args:
         path: The file.
-        fmt: One of :data:`FORMATS`.
+        fmt: One of `FORMATS`.
         source: Name for grouping results (default: the format, or the file stem for
             ``generic``).
         domain: Task domain (default: the format's, or the line's ``domain`` for ``generic``).
@@ -439,7 +439,7 @@ def builtin_tasks() -> list[Task]:
 
 
 def check_unique(tasks: Sequence[Task]) -> None:
-    """Raise :class:`TaskFormatError` if two tasks share an id (e.g. from two sources)."""
+    """Raise `TaskFormatError` if two tasks share an id (e.g. from two sources)."""
     seen: dict[str, str] = {}
     for task in tasks:
         if task.id in seen:

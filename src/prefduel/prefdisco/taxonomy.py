@@ -1,9 +1,9 @@
 """The attribute taxonomy Θ: a versioned, typed set of preference attributes.
 
-Each :class:`Attribute` has a stable id (``family.name``), a description and a value space:
+Each `Attribute` has a stable id (``family.name``), a description and a value space:
 ordinal levels (ordered, with labels) or unordered categories. The shipped taxonomy
 (``data/taxonomy.yaml``, 38 attributes across explanation, style, structure, affect and domain
-expertise) is loaded with :func:`load_taxonomy`; a user file in the same format replaces it::
+expertise) is loaded with `load_taxonomy`; a user file in the same format replaces it::
 
     tax = load_taxonomy()                 # the shipped one
     tax.version                           # '1.0.0'
@@ -101,7 +101,7 @@ class Attribute:
 
     Attributes:
         id: Stable id ``family.name``.
-        family: One of :data:`FAMILIES`.
+        family: One of `FAMILIES`.
         name: Human name, unique in the taxonomy.
         description: What the attribute is about.
         kind: ``"ordinal"`` (values ordered low -> high) or ``"categorical"``.
@@ -138,7 +138,7 @@ class Attribute:
         return tuple(v.value for v in self.values)
 
     def value(self, value: str) -> Value:
-        """The :class:`Value` with id ``value``.
+        """The `Value` with id ``value``.
 
         Raises:
             TaxonomyError: ``value`` is not in this attribute's value space.
@@ -249,7 +249,7 @@ class Taxonomy:
         return self._by_name.get(name.strip().lower())
 
     def check_value(self, attribute_id: str, value: str) -> None:
-        """Raise :class:`TaxonomyError` unless ``value`` is in the attribute's value space."""
+        """Raise `TaxonomyError` unless ``value`` is in the attribute's value space."""
         self[attribute_id].value(value)
 
     def to_json(self) -> dict[str, Any]:

@@ -2,13 +2,13 @@
 
 A clarifying question goes through two steps that never mix:
 
-1. **Routing** (:class:`KeywordRouter` offline, :class:`LLMRouter` with a model): the question
+1. **Routing** (`KeywordRouter` offline, `LLMRouter` with a model): the question
    is mapped to at most ``max_attributes`` attribute ids of the taxonomy. A router sees the
    question and the taxonomy, never the user's preferences, so it cannot leak them.
-2. **Disclosure** (:class:`PassiveUser`): for each routed id in the hidden profile the value is
+2. **Disclosure** (`PassiveUser`): for each routed id in the hidden profile the value is
    disclosed; a routed id outside the profile gets "no particular preference"; nothing else is
    said. The reply is templated from the disclosed values only, and every disclosure is logged
-   (:class:`Disclosure`).
+   (`Disclosure`).
 
 Questions that ask about everything at once ("what are your preferences?") route to nothing:
 with the cap on attributes per question, the model has to discover preferences one question at
@@ -221,7 +221,7 @@ class LLMRouter:
         max_attributes: Most attributes per question.
         attempts: Requests per question before falling back.
         fallback: The offline router used after unusable replies (default a
-            :class:`KeywordRouter` with the same cap).
+            `KeywordRouter` with the same cap).
         params: Sampling parameters of the routing requests (default temperature 0 and
             ``max_tokens`` 64).
     """

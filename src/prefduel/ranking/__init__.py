@@ -11,17 +11,17 @@ Preferences* (ACL Findings 2026) on any Arena-format vote log, or on TutorDuel c
 Pieces (pure functions on arrays; pandas and scikit-learn are imported only when needed, from
 ``pip install "prefduel[rank]"``):
 
-- :mod:`~prefduel.ranking.battles`: schema, reading CSV/JSON/JSONL/Parquet, validation
+- `battles`: schema, reading CSV/JSON/JSONL/Parquet, validation
   with counted skips.
-- :mod:`~prefduel.ranking.elo`: online Elo, global, per user (vectorized) and bootstrap.
-- :mod:`~prefduel.ranking.bt`: Bradley-Terry MLE / ridge on aggregated win matrices,
+- `elo`: online Elo, global, per user (vectorized) and bootstrap.
+- `bt`: Bradley-Terry MLE / ridge on aggregated win matrices,
   batched Newton, existence check, multinomial bootstrap.
-- :mod:`~prefduel.ranking.personal`: per-user ratings, Spearman vs global, summary, tests.
-- :mod:`~prefduel.ranking.topics`, :mod:`~prefduel.ranking.style`: profiles.
-- :mod:`~prefduel.ranking.predict`: MLP prediction of score vectors vs the mean predictor.
-- :mod:`~prefduel.ranking.synthetic`: seeded Arena-format generator with planted clusters.
-- :mod:`~prefduel.ranking.clicks`: TutorDuel trajectories as battles.
-- :mod:`~prefduel.ranking.analysis`, :mod:`~prefduel.ranking.report`: the pipeline
+- `personal`: per-user ratings, Spearman vs global, summary, tests.
+- `topics`, `style`: profiles.
+- `predict`: MLP prediction of score vectors vs the mean predictor.
+- `synthetic`: seeded Arena-format generator with planted clusters.
+- `clicks`: TutorDuel trajectories as battles.
+- `analysis`, `report`: the pipeline
   and its JSON/Markdown/HTML report.
 
 This subpackage imports only ``prefduel.core`` (docs/design.md, section 1).

@@ -15,7 +15,7 @@ RANK_EXTRA = 'pip install "prefduel[rank]"'
 
 
 def require(module: str, feature: str, hint: str = RANK_EXTRA) -> ModuleType:
-    """Import ``module`` or raise :class:`MissingDependencyError` naming ``feature`` and ``hint``.
+    """Import ``module`` or raise `MissingDependencyError` naming ``feature`` and ``hint``.
 
     Args:
         module: Dotted module name, e.g. ``"pandas"`` or ``"sklearn.decomposition"``.

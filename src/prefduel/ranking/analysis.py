@@ -1,6 +1,6 @@
 """The whole personalized-ranking analysis of a battle log, as one call.
 
-:func:`analyze` runs, in order: global Elo and Bradley-Terry with bootstrap intervals; per-user
+`analyze` runs, in order: global Elo and Bradley-Terry with bootstrap intervals; per-user
 Elo and BT for users with enough votes; Spearman correlations with the global ranking over each
 user's models, their summary and Wilcoxon tests; topic and style profiles; style meta-styles and
 clusters; and the cross-validated MLP prediction of per-user score vectors against the
@@ -43,7 +43,7 @@ from prefduel.ranking.topics import TOPIC_BACKENDS, Topics, fit_topics, user_pro
 
 @dataclass(frozen=True)
 class RankConfig:
-    """Settings of :func:`analyze` (frozen, JSON-serializable; stored in every report).
+    """Settings of `analyze` (frozen, JSON-serializable; stored in every report).
 
     Attributes:
         k: Elo K-factor (paper 32, Arena 4).
@@ -122,7 +122,7 @@ class GlobalRatings:
         elo_ci: ``(M, 2)`` or ``None`` when skipped.
         bt: ``(M,)`` Bradley-Terry on the Elo scale.
         bt_ci: ``(M, 2)`` or ``None``.
-        bt_fit: The global :class:`~prefduel.ranking.bt.BTFit` (leading dimension 1).
+        bt_fit: The global `BTFit` (leading dimension 1).
         battles: ``(M,)`` battles per model.
         win_rate: ``(M,)`` wins (ties as halves) over battles.
     """
@@ -138,7 +138,7 @@ class GlobalRatings:
 
 @dataclass
 class RankAnalysis:
-    """Everything :func:`analyze` found; :meth:`to_dict` gives the JSON report."""
+    """Everything `analyze` found; `to_dict` gives the JSON report."""
 
     config: RankConfig
     battles: Battles
@@ -268,11 +268,11 @@ def analyze(battles: Battles, config: RankConfig | None = None) -> RankAnalysis:
     """Run the personalized-ranking analysis.
 
     Args:
-        battles: Validated battles (see :func:`~prefduel.ranking.read_battles`).
-        config: Settings (default :class:`RankConfig`).
+        battles: Validated battles (see `read_battles`).
+        config: Settings (default `RankConfig`).
 
     Returns:
-        A :class:`RankAnalysis`.
+        A `RankAnalysis`.
 
     Raises:
         RankingError: no user reaches ``min_votes``, or a setting is invalid.

@@ -7,9 +7,9 @@ prompt and picked a winner (or a tie). Chatbot Arena publishes its votes in this
     conversation_a (list of {"role", "content"} turns), ...
 
 Real vote logs name things differently, so every column name and every winner label is a
-setting of :class:`BattleSchema`. Rows that cannot be used are never dropped silently: each is
+setting of `BattleSchema`. Rows that cannot be used are never dropped silently: each is
 either an error (with the row and the option that changes the outcome) or a counted skip listed
-in :attr:`Battles.skips`; rows kept with a caveat are counted in :attr:`Battles.notes`.
+in `Battles.skips`; rows kept with a caveat are counted in `Battles.notes`.
 
 References:
     Chiang et al. (2024), Chatbot Arena: An Open Platform for Evaluating LLMs by Human
@@ -145,8 +145,8 @@ class Battles:
         user: ``(n,)`` index into ``users``.
         time: ``(n,)`` timestamps in seconds (NaN where missing), or ``None`` (file order).
         prompts: ``(n,)`` object array of prompt texts (``""`` where missing), or ``None``.
-        skips: Rows dropped, by reason (every key of :data:`SKIP_REASONS`).
-        notes: Rows kept with a caveat, by reason (every key of :data:`NOTE_REASONS`).
+        skips: Rows dropped, by reason (every key of `SKIP_REASONS`).
+        notes: Rows kept with a caveat, by reason (every key of `NOTE_REASONS`).
         n_rows: Rows read from the source (kept + skipped).
         source: Where the battles came from (a path or a description).
         schema: The schema used.
@@ -274,7 +274,7 @@ def battles_from_arrays(
         schema: Winner labels (column names are ignored).
 
     Returns:
-        The validated :class:`Battles`.
+        The validated `Battles`.
     """
     base = schema or BattleSchema()
     n = len(model_a)
@@ -317,17 +317,17 @@ def read_battles(
         path: A ``.csv``, ``.json`` (a list of records), ``.jsonl``/``.ndjson`` (one record per
             line) or ``.parquet`` file.
         schema: Column names and winner labels (default: Arena's).
-        fmt: Force a format (one of :data:`FORMATS`) instead of the file suffix.
+        fmt: Force a format (one of `FORMATS`) instead of the file suffix.
         encoding_errors: Invalid UTF-8 in a text file: ``"error"`` names the first bad line;
             ``"replace"`` keeps the rows with U+FFFD (counted in notes); ``"skip"`` drops the bad
             lines (CSV and JSONL only; counted in skips).
 
     Returns:
-        The validated :class:`Battles`.
+        The validated `Battles`.
 
     Raises:
         BattleFormatError: unreadable file, unknown format, bad JSON, bad UTF-8, or any error of
-            :func:`battles_from_frame`.
+            `battles_from_frame`.
         MissingDependencyError: pandas (or pyarrow for Parquet) is not installed.
     """
     path = Path(path)
@@ -351,7 +351,7 @@ def write_battles(frame: Any, path: str | Path, *, fmt: str | None = None) -> Pa
     List-valued cells (Arena conversations) are stored as JSON strings in CSV.
 
     Args:
-        frame: A pandas DataFrame (e.g. from :func:`~prefduel.ranking.synthetic_arena`).
+        frame: A pandas DataFrame (e.g. from `synthetic_arena`).
         path: Output file.
         fmt: Force a format instead of the suffix.
 
@@ -632,7 +632,7 @@ def _validate(
     policy: str,
     counts: dict[str, int],
 ) -> Battles:
-    """Validate columns (Series or arrays of ``n_rows``); see :func:`battles_from_frame`."""
+    """Validate columns (Series or arrays of ``n_rows``); see `battles_from_frame`."""
     skips = {k: int(counts.get(k, 0)) for k in SKIP_REASONS}
     notes = {k: int(counts.get(k, 0)) for k in NOTE_REASONS}
     n_read = n_rows + skips["non_utf8"]

@@ -117,7 +117,7 @@ def bt_ratings(battles: Battles, mode: BTMode = "mle", ridge: float = DEFAULT_RI
         ridge: Penalty of ridge fits and fallbacks (> 0).
 
     Returns:
-        A :class:`BTFit` with leading dimension 1.
+        A `BTFit` with leading dimension 1.
     """
     _check(mode, ridge)
     wins = win_matrix(battles.a, battles.b, battles.outcome, battles.n_models)
@@ -139,7 +139,7 @@ def bt_per_user(
         ridge: Penalty of ridge fits and fallbacks (> 0).
 
     Returns:
-        A :class:`BTFit` with leading dimension ``U'``; models a user never saw are NaN.
+        A `BTFit` with leading dimension ``U'``; models a user never saw are NaN.
     """
     _check(mode, ridge)
     users = np.arange(battles.n_users) if users is None else np.asarray(users, dtype=np.int64)
@@ -193,7 +193,7 @@ def bt_bootstrap(
     ``(a, b, outcome)`` cell from a multinomial, so each replicate costs ``O(M^2)`` to draw.
 
     Returns:
-        A :class:`BTFit` with leading dimension ``n_boot``.
+        A `BTFit` with leading dimension ``n_boot``.
     """
     _check(mode, ridge)
     m = battles.n_models

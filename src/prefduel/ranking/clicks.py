@@ -50,7 +50,7 @@ def trajectory_battles(world: Any, trajectory: Any, *, policy: str = "") -> Any:
         policy: Policy spec, stored in every row.
 
     Returns:
-        A pandas DataFrame with :data:`CLICK_COLUMNS`: ``model_a``/``model_b`` persona names (as
+        A pandas DataFrame with `CLICK_COLUMNS`: ``model_a``/``model_b`` persona names (as
         shown, first/second), ``winner`` (``model_a``/``model_b``), ``judge`` = the arrival
         (``arrival-0007``), ``tstamp`` = ``arrival * S + round``, ``prompt`` = the question text
         (its id when the world has no text), plus the student, profile, question and run ids.

@@ -138,7 +138,7 @@ def predict_scores(
         n_boot: Bootstrap replicates of the intervals.
 
     Returns:
-        A :class:`Prediction`.
+        A `Prediction`.
 
     Raises:
         RankingError: shapes disagree, non-finite features, or fewer users than folds.

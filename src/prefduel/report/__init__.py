@@ -1,6 +1,6 @@
 """The offline HTML report: leaderboard, learning curves, paired gains, per-profile breakdown.
 
-:func:`build_report` writes ``DIR/report.html`` (one self-contained file: inline CSS and SVG)
+`build_report` writes ``DIR/report.html`` (one self-contained file: inline CSS and SVG)
 and every figure as PNG and SVG under ``DIR/figures/``. Needs matplotlib
 (``pip install "prefduel[report]"``), imported only when a report is built.
 """

@@ -37,13 +37,13 @@ FIGURE_DIR = "figures"
 
 @dataclass
 class ReportResult:
-    """What :func:`build_report` wrote.
+    """What `build_report` wrote.
 
     Attributes:
         html: Path of ``report.html``.
         figures: Every PNG and SVG written.
         warnings: Every warning and note shown in the report (each also issued as a
-            :class:`ReportWarning`).
+            `ReportWarning`).
         timings: Seconds spent per stage (read, compute, figures, html, total).
         worlds: The computed numbers, one entry per world.
     """
@@ -107,7 +107,7 @@ def _figures(
 
 
 def play_fragment(reports: Sequence[WorldReport], allow_test: bool) -> tuple[str | None, str, str]:
-    """The "Be the policy for one student" fragment (:func:`prefduel.pages.play_widget`).
+    """The "Be the policy for one student" fragment (`prefduel.pages.play_widget`).
 
     Uses ``play_widget(get_world(first_world, first_seed, allow_test=...), arrival=0)``.
 
@@ -211,7 +211,7 @@ def build_report(
         command: Command line to record in the report.
         title: Page title.
         students: ``(world, seed) -> (students, student_index)`` (default: cheap tables
-            from :func:`prefduel.worlds.rosters.get_students`).
+            from `prefduel.worlds.rosters.get_students`).
         figures: Draw the figures; False writes a page of tables only (quick looks, tests).
 
     Returns:

@@ -1,4 +1,4 @@
-"""The numbers of a report, computed with :mod:`prefduel.stats` from checked rows.
+"""The numbers of a report, computed with `prefduel.stats` from checked rows.
 
 Pure functions of rows (plus a cheap students table per world and seed for the per-profile
 breakdown); no plotting and no HTML here.
@@ -73,11 +73,11 @@ class WorldReport:
     Attributes:
         world: World name.
         seeds: Seeds with at least one row.
-        leaderboard: :func:`~prefduel.stats.table.summarize_rows` entries, best first.
+        leaderboard: `summarize_rows` entries, best first.
         policies: Policy (non-reference) names in leaderboard order.
         curves: ``{policy: learning_curve(...)}`` (per arrival, centered moving means).
         rounds: ``{policy: round_curve(...)}`` (per round).
-        gains: :func:`~prefduel.stats.paired.paired_gains` entries of this world, each
+        gains: `paired_gains` entries of this world, each
             with ``policy_seeds`` (seeds the policy has) and ``cross_version`` (paired seeds
             whose two rows come from different package versions).
         mixed_versions: ``{policy: versions}`` of entries whose seeds mix versions.
@@ -102,7 +102,7 @@ def group_breakdown(
 ) -> dict[str, dict[str, Any]]:
     """Excess regret per arrival pooled over seeds by group, an arrival may be in many groups.
 
-    With one label per arrival this equals :func:`~prefduel.stats.paired.profile_breakdown`.
+    With one label per arrival this equals `profile_breakdown`.
 
     Args:
         rows: Rows of one world and policy, each with ``excess_per_arrival (N,)``.
@@ -160,8 +160,8 @@ def profile_table(
 ) -> ProfileTable | None:
     """Per-profile breakdown of ``policies`` on ``world``.
 
-    Worlds with at most :data:`MAX_PROFILES` distinct profiles use
-    :func:`~prefduel.stats.paired.profile_breakdown` on each arrival's hidden profile;
+    Worlds with at most `MAX_PROFILES` distinct profiles use
+    `profile_breakdown` on each arrival's hidden profile;
     template rosters (hundreds of distinct ``trait/trait/...`` profiles) are grouped by each
     trait value and quirk instead.
 
@@ -255,7 +255,7 @@ def profile_table(
 
 
 def cached_students(allow_test: bool) -> StudentsFn:
-    """``(world, seed) -> (students, student_index)`` via :func:`get_students`, memoized
+    """``(world, seed) -> (students, student_index)`` via `get_students`, memoized
     (a stored world is loaded once whatever the seed)."""
     cache: dict[tuple[str, int], tuple[list[dict[str, Any]], np.ndarray]] = {}
 
@@ -359,16 +359,16 @@ def compute_report(
     """All numbers of a report.
 
     Args:
-        data: Checked rows (:func:`~prefduel.report.data.load_input`).
+        data: Checked rows (`load_input`).
         competitor: Canonical name of the policy paired gains are measured against.
         window: Moving-mean window of the learning curves (arrivals).
         level: Confidence level of every interval.
         students: ``(world, seed) -> (students, student_index)``; default
-            :func:`cached_students` (cheap students tables, no world generation).
+            `cached_students` (cheap students tables, no world generation).
         allow_test: Allow reading the students of locked ``test-*`` rosters.
 
     Returns:
-        One :class:`WorldReport` per world (order of first appearance) and the notes of the
+        One `WorldReport` per world (order of first appearance) and the notes of the
         paired gains (seeds used, missing competitor, versions).
 
     Raises:
@@ -418,7 +418,7 @@ def _profiles(
     students: StudentsFn,
     notes: list[str],
 ) -> ProfileTable | None:
-    """:func:`profile_table`, or None with a note saying why the breakdown is missing."""
+    """`profile_table`, or None with a note saying why the breakdown is missing."""
     if not rows:
         return None
     if not is_world_path(world) and not is_roster(world):

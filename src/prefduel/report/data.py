@@ -1,13 +1,13 @@
 """Reading and checking the result rows a report is built from.
 
 Everything that could turn into a silently wrong number is either refused with a
-:class:`~prefduel.core.errors.ResultsFileError` / :class:`~prefduel.core.errors.SpecError`
-naming the file, line or option, or kept and reported as a :class:`ReportWarning` (printed on
+`ResultsFileError` / `SpecError`
+naming the file, line or option, or kept and reported as a `ReportWarning` (printed on
 stderr by the CLI and shown in the report's "Warnings" box):
 
 * a missing, empty or unreadable results file, or one without usable rows: error;
 * a damaged line in the middle of the file: error from
-  :class:`~prefduel.runner.store.ResultsStore` naming the line (a damaged *last* line comes
+  `ResultsStore` naming the line (a damaged *last* line comes
   from an interrupted run: ``ResultsStore(repair=False)`` skips it without touching the file,
   and the report warns that its cell is missing);
 * a row without a usable ``score`` or ``excess`` (missing, not a number, NaN): error naming
@@ -66,7 +66,7 @@ class ReportInput:
             more (the competitor of the paired gains is always kept).
         curve_ok: ``id(row)`` of the rows whose curves are usable.
         versions: Rows per package version (after filtering).
-        warnings: Messages for the report (each also issued as a :class:`ReportWarning`).
+        warnings: Messages for the report (each also issued as a `ReportWarning`).
     """
 
     path: Path
@@ -79,7 +79,7 @@ class ReportInput:
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, message: str) -> None:
-        """Record ``message`` for the report and issue it as a :class:`ReportWarning`."""
+        """Record ``message`` for the report and issue it as a `ReportWarning`."""
         self.warnings.append(message)
         warnings.warn(message, ReportWarning, stacklevel=2)
 
@@ -89,7 +89,7 @@ class ReportInput:
 
 
 def row_version(row: dict[str, Any]) -> str:
-    """The package version a row was written by (:data:`UNKNOWN_VERSION` if not recorded)."""
+    """The package version a row was written by (`UNKNOWN_VERSION` if not recorded)."""
     version = row.get("version")
     return str(version) if version not in (None, "") else UNKNOWN_VERSION
 

@@ -1,9 +1,9 @@
 """Report figures (matplotlib, imported lazily): learning curves, forest plot, heatmaps.
 
-Figures are drawn on :class:`matplotlib.figure.Figure` objects without pyplot (no global state,
+Figures are drawn on `matplotlib.figure.Figure` objects without pyplot (no global state,
 no GUI backend): PNG through Agg, SVG through matplotlib's SVG backend with text as paths, so
 the inline SVG needs no font. Every policy keeps one color in every figure
-(:func:`policy_colors`).
+(`policy_colors`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 INSTALL_HINT = 'pip install "prefduel[report]"'
 
-#: Colors of policies in order of assignment; the competitor is always :data:`COMPETITOR_COLOR`.
+#: Colors of policies in order of assignment; the competitor is always `COMPETITOR_COLOR`.
 PALETTE = (
     "#1f77b4",
     "#ff7f0e",

@@ -1,6 +1,6 @@
 """The report page: one self-contained HTML document (inline CSS and SVG, no scripts fetched).
 
-Nothing here computes a statistic: numbers come from :mod:`prefduel.report.compute` and
+Nothing here computes a statistic: numbers come from `prefduel.report.compute` and
 are only formatted (score 2 decimals, excess regret 1, changes 1, per-arrival excess 3).
 """
 

@@ -1,19 +1,19 @@
 """Run a sweep's units on an existing Dask cluster (``prefduel run --scheduler ...``).
 
-:func:`dask_executor` connects a :class:`distributed.Client` to a running scheduler, checks that
+`dask_executor` connects a `distributed.Client` to a running scheduler, checks that
 the workers can run prefduel (same version, stored worlds and policy files readable) and
-yields a :class:`DaskExecutor`, a :class:`concurrent.futures.Executor` that
-:func:`~prefduel.runner.sweep.sweep` uses like its local process pool::
+yields a `DaskExecutor`, a `concurrent.futures.Executor` that
+`sweep` uses like its local process pool::
 
     with dask_executor("tcp://10.0.0.5:8786", worlds=worlds, policies=policies) as executor:
         rows = sweep(worlds, seeds, policies, "results.jsonl", executor=executor)
 
-Workers only compute :func:`~prefduel.runner.sweep.run_unit`; the rows come back to this
+Workers only compute `run_unit`; the rows come back to this
 process, which alone appends them to the results file. When a worker dies (killed, out of
 memory, machine lost), the scheduler runs its unfinished units again on another worker: a unit's
 rows arrive once, from whichever run finished, so no row is lost or written twice. A unit whose
 workers keep dying (``distributed.scheduler.allowed-failures`` times, 3 by default) fails the
-sweep with a :class:`ClusterError`; the rows stored until then are kept and re-running resumes.
+sweep with a `ClusterError`; the rows stored until then are kept and re-running resumes.
 
 ``distributed`` is an optional dependency (``pip install "prefduel[dask]"``), imported only
 when a cluster is used.
@@ -74,7 +74,7 @@ def default_timeout() -> float:
 
 
 class _DaskFuture(Future):
-    """A :class:`concurrent.futures.Future` mirroring one Dask future.
+    """A `concurrent.futures.Future` mirroring one Dask future.
 
     ``cancel()`` succeeds until the result has arrived here (Dask does not tell the client
     whether a task has started), cancels the Dask task, and wakes ``as_completed``/``wait``
@@ -125,16 +125,16 @@ class _DaskFuture(Future):
 
 
 class DaskExecutor(Executor):
-    """:class:`concurrent.futures.Executor` over a connected :class:`distributed.Client`.
+    """`concurrent.futures.Executor` over a connected `distributed.Client`.
 
     Unlike ``Client.get_executor()``, every ``submit`` is a distinct task (``pure=False``, so
     a unit re-submitted after an interrupted run is computed again, not looked up), results are
     released on the cluster as soon as they have arrived, and a task lost on the cluster
     (cancelled by the scheduler, connection lost, workers repeatedly dying) fails its future
-    with a :class:`ClusterError` instead of looking cancelled, so no cell is silently skipped.
+    with a `ClusterError` instead of looking cancelled, so no cell is silently skipped.
 
     Args:
-        client: A connected ``distributed.Client``; not closed by :meth:`shutdown`.
+        client: A connected ``distributed.Client``; not closed by `shutdown`.
         address: Scheduler address, used in error messages.
     """
 
@@ -150,7 +150,7 @@ class DaskExecutor(Executor):
         """Run ``fn(*args, **kwargs)`` on a worker; returns a concurrent.futures Future.
 
         Raises:
-            RuntimeError: after :meth:`shutdown`.
+            RuntimeError: after `shutdown`.
         """
         with self._lock:
             if self._shutdown:
@@ -228,12 +228,12 @@ def worker_needs(worlds: Sequence[str], policies: Sequence[str]) -> tuple[list[s
     modules of ``module:Class`` policies.
 
     Args:
-        worlds: World names as given to :func:`~prefduel.runner.sweep.sweep`.
+        worlds: World names as given to `sweep`.
         policies: Policy specs as given to ``sweep``.
 
     Returns:
         ``(paths, modules)``, each without duplicates, in order. Paths missing here are left
-        out: :func:`~prefduel.runner.sweep.sweep` reports them before any work.
+        out: `sweep` reports them before any work.
     """
     paths: list[str] = []
     modules: list[str] = []
@@ -258,7 +258,7 @@ def worker_needs(worlds: Sequence[str], policies: Sequence[str]) -> tuple[list[s
 
 
 def _make_probe() -> Callable[[str, list[str], list[str]], dict[str, Any]]:
-    """The function run on every worker by :func:`check_workers`.
+    """The function run on every worker by `check_workers`.
 
     It is built here, as a closure, so that it is pickled by value: it must run even on a
     worker that cannot import prefduel.
@@ -360,7 +360,7 @@ def dask_executor(
     policies: Sequence[str] = (),
 ) -> Iterator[DaskExecutor]:
     """Connect to a running Dask scheduler and yield an executor for
-    :func:`~prefduel.runner.sweep.sweep`.
+    `sweep`.
 
     On exit, units that have not finished are cancelled on the cluster and the client is
     closed (the cluster itself keeps running).
@@ -368,17 +368,17 @@ def dask_executor(
     Args:
         address: Scheduler address, e.g. ``tcp://10.0.0.5:8786``.
         timeout: Seconds to wait for the scheduler, and then for at least one worker
-            (default: :func:`default_timeout`).
+            (default: `default_timeout`).
         worlds: The grid's worlds; stored-world paths among them are checked on every worker.
         policies: The grid's policy specs; policy files and modules are checked on every worker.
 
     Yields:
-        A :class:`DaskExecutor` bound to the connected client.
+        A `DaskExecutor` bound to the connected client.
 
     Raises:
         ClusterError: ``distributed`` not installed, a malformed address, scheduler unreachable
             within ``timeout``, no worker within ``timeout``, or workers that cannot run the
-            grid (see :func:`check_workers`).
+            grid (see `check_workers`).
     """
     distributed = import_distributed()
     from distributed.comm.addressing import parse_address, parse_host_port

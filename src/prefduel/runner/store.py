@@ -5,9 +5,9 @@ that is run again skips what is already there and appends only what is missing.
 
 Crash safety: every row is written as one line, flushed and ``fsync``-ed before the next cell is
 recorded, so a crash can damage at most the last line. On opening, a last line that is
-incomplete (no final newline) or not valid JSON is reported with a :class:`ResultsFileWarning`
+incomplete (no final newline) or not valid JSON is reported with a `ResultsFileWarning`
 and cut off, so its cell is simply run again. A damaged line anywhere else cannot come from an
-interrupted write and raises :class:`~prefduel.core.errors.ResultsFileError` naming the file
+interrupted write and raises `ResultsFileError` naming the file
 and line.
 """
 

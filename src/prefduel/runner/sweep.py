@@ -1,13 +1,13 @@
 """Sweep a grid of worlds x seeds x policies, in parallel, resumably, into a JSONL store.
 
 A *cell* is one ``(world, seed, policy)``; besides the policy cells, every ``(world, seed)`` gets
-its reference rows (floor, random, oracles, ...; see :mod:`prefduel.stats.references`).
+its reference rows (floor, random, oracles, ...; see `prefduel.stats.references`).
 Cells already in the results file are skipped, so re-running an interrupted sweep resumes it.
 
 The work is cut into *units*, one per ``(world, seed)`` with its unfinished policies (and its
 references when missing), so each world is generated once per unit. Units run on any
-:class:`concurrent.futures.Executor`: none for ``jobs=1`` (in-process), a
-:class:`~concurrent.futures.ProcessPoolExecutor` for ``jobs>1``, or one passed in, e.g. a Dask
+`concurrent.futures.Executor`: none for ``jobs=1`` (in-process), a
+`ProcessPoolExecutor` for ``jobs>1``, or one passed in, e.g. a Dask
 ``Client.get_executor()``. Workers only compute; the coordinating process appends their rows to
 the store as units finish (so the file order may vary between runs, the rows do not).
 """
@@ -47,7 +47,7 @@ class Unit:
         seed: World seed.
         policies: Canonical policy specs still to run.
         references: Compute the reference rows too.
-        allow_test: Passed to :func:`~prefduel.worlds.rosters.get_world`.
+        allow_test: Passed to `get_world`.
         reference_fn: Replacement for ``reference_rows`` (tests, extensions); must be picklable.
     """
 
@@ -155,7 +155,7 @@ def plan_units(
     """Units for the cells of the grid that are not in ``store`` yet, in grid order.
 
     A ``(world, seed)`` whose stored reference rows miss any name of
-    :data:`prefduel.stats.references.REFERENCES` gets its references computed again
+    `prefduel.stats.references.REFERENCES` gets its references computed again
     (rows already stored are not written twice).
     """
     from prefduel.stats.references import REFERENCES as ref_names
@@ -194,7 +194,7 @@ def _reference_rows(world: World, reference_fn: ReferenceFn | None) -> list[dict
 def run_unit(unit: Unit) -> UnitResult:
     """Run a unit (in a worker or in-process) and return its rows.
 
-    A :class:`~prefduel.core.errors.PrefduelError` (e.g. a policy breaking the protocol)
+    A `PrefduelError` (e.g. a policy breaking the protocol)
     stops the unit; the rows finished before it are returned with the error, so the
     coordinator can store them before re-raising. Other exceptions propagate.
     """
@@ -332,10 +332,10 @@ def sweep(
         jobs: Local worker processes; 1 runs in this process. Ignored when ``executor`` is given.
         allow_test: Allow locked held-out rosters.
         progress: Show a progress bar over policy cells on stderr.
-        executor: Any :class:`concurrent.futures.Executor` to run units on (e.g. a Dask
+        executor: Any `concurrent.futures.Executor` to run units on (e.g. a Dask
             ``Client.get_executor()``); it is not shut down here.
         reference_fn: Function ``World -> rows`` replacing
-            :func:`prefduel.stats.references.reference_rows` (must be picklable).
+            `prefduel.stats.references.reference_rows` (must be picklable).
 
     Returns:
         All rows of the grid (previously stored and new), in grid order: per world and seed,

@@ -1,6 +1,6 @@
 """Reference rows computed from a world's utilities (not run as policies).
 
-Rows share the keys of policy rows (see :func:`prefduel.runner.cell.run_cell`) with
+Rows share the keys of policy rows (see `prefduel.runner.cell.run_cell`) with
 ``"kind": "reference"``:
 
 =========================  ==============================================================

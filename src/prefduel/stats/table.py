@@ -1,7 +1,7 @@
 """Summary tables: score and excess regret, mean ± standard error over seeds.
 
-:func:`summarize_rows` reduces result rows to one entry per ``(world, policy)``;
-:func:`format_table` prints the entries per world, best score first, as text, Markdown, CSV or
+`summarize_rows` reduces result rows to one entry per ``(world, policy)``;
+`format_table` prints the entries per world, best score first, as text, Markdown, CSV or
 JSON. Reference rows (floor, random, oracles) are marked so they are not read as policies.
 """
 
@@ -193,14 +193,14 @@ _FORMATTERS = {"text": _format_text, "md": _format_md, "csv": _format_csv, "json
 
 
 def format_table(summary: list[dict[str, Any]], fmt: str = "text") -> str:
-    """Format :func:`summarize_rows` output: one table per world, best score first.
+    """Format `summarize_rows` output: one table per world, best score first.
 
     Columns: policy, seeds, score mean ± s.e., excess mean ± s.e. (s.e. "–" for one seed).
     References are marked ``[ref]`` in text and set in italics in Markdown; CSV and JSON carry
     a ``kind`` column and leave the s.e. empty/null for one seed.
 
     Args:
-        summary: Entries from :func:`summarize_rows`.
+        summary: Entries from `summarize_rows`.
         fmt: ``"text"``, ``"md"``, ``"csv"`` or ``"json"``.
 
     Raises:

@@ -162,7 +162,7 @@ def get_world(name: str, seed: int, *, allow_test: bool = False) -> World:
     """Build (roster id) or load (stored world path) a world.
 
     Args:
-        name: A roster id from :data:`ROSTERS` or the directory of a stored world.
+        name: A roster id from `ROSTERS` or the directory of a stored world.
         seed: The world seed (ignored for stored worlds, whose seed is recorded in the file).
         allow_test: Required for locked ``test-*`` rosters.
 
@@ -190,10 +190,10 @@ def get_students(
     """The ``students`` table and ``student_index`` of ``get_world(name, seed)``, cheaply.
 
     For a roster id only the student streams are drawn (milliseconds instead of building the
-    whole world); a stored world is loaded. Same checks and errors as :func:`get_world`.
+    whole world); a stored world is loaded. Same checks and errors as `get_world`.
 
     Args:
-        name: A roster id from :data:`ROSTERS` or the directory of a stored world.
+        name: A roster id from `ROSTERS` or the directory of a stored world.
         seed: The world seed (ignored for stored worlds).
         allow_test: Required for locked ``test-*`` rosters.
 

@@ -16,13 +16,13 @@ with the same structure:
 * **Judge**: for each of the 15 pairs, 2 display orders x 2 label assignments x 4 sampled picks
   from a logistic judge with position and label biases; the smoothed log-odds
   ``log((k + .5) / (4.5 - k))`` are averaged over the 4 configurations and ``P = sigmoid(mean)``
-  (:func:`judge_probabilities`).
+  (`judge_probabilities`).
 * **References**: per (student, question) ridge Bradley-Terry scores fitted to the 15
   probabilities, mapped to ``U = clip(0.5 + (beta - mean beta) / 8, 0, 1)``
-  (:func:`bt_utilities`).
+  (`bt_utilities`).
 
-:func:`judge_probabilities` and :func:`bt_utilities` are pure and shared with
-:mod:`prefduel.datagen`, which applies them to real judge picks.
+`judge_probabilities` and `bt_utilities` are pure and shared with
+`prefduel.datagen`, which applies them to real judge picks.
 
 All randomness flows from ``stream(seed, "tutorsim", roster, part)``, so a (roster, seed) gives
 bit-identical arrays in every process. Nothing here knows about any policy.
@@ -288,7 +288,7 @@ def pair_matrix(p_pair: np.ndarray, k: int) -> np.ndarray:
 
     Args:
         p_pair: ``(..., k(k-1)/2)`` chance that ``a`` beats ``b`` for each pair ``a < b`` in
-            :func:`~prefduel.core.btl.pairs_of` order.
+            `pairs_of` order.
         k: Number of items.
 
     Returns:
@@ -304,14 +304,14 @@ def pair_matrix(p_pair: np.ndarray, k: int) -> np.ndarray:
 def judge_probabilities(wins: np.ndarray, total: np.ndarray | int, k: int) -> np.ndarray:
     """Aggregate judge picks into click probabilities (TutorSim and ``datagen`` share this).
 
-    For every pair the smoothed log-odds (:func:`smoothed_log_odds`) of each judge
+    For every pair the smoothed log-odds (`smoothed_log_odds`) of each judge
     configuration (display order x label assignment) are averaged and mapped back through the
     logistic function. Configurations without any valid pick (``total == 0``, e.g. every
     sample malformed) are left out of the average; a pair with none at all gets 0.5.
 
     Args:
         wins: ``(..., k(k-1)/2, C)`` picks won by the lower-index item ``a`` of each pair
-            (:func:`~prefduel.core.btl.pairs_of` order) in each of ``C`` configurations.
+            (`pairs_of` order) in each of ``C`` configurations.
         total: Valid picks per configuration, an int or an array broadcastable to ``wins``.
         k: Number of items.
 
@@ -333,7 +333,7 @@ def bt_utilities(prob: np.ndarray, *, ridge: float = 0.01, scale: float = 8.0) -
     """Utilities in [0, 1] from click probabilities: ridge Bradley-Terry, common logit scale.
 
     Fits per leading index BT scores to the pairwise probabilities
-    (:func:`~prefduel.core.btl.fit_bt_ridge`) and maps them to
+    (`fit_bt_ridge`) and maps them to
     ``U = clip(0.5 + (beta - mean beta) / scale, 0, 1)``.
 
     Args:
@@ -375,7 +375,7 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
         params: Generative-model knobs (defaults are the calibrated values).
 
     Returns:
-        A :class:`World` with N = ``roster.arrivals``, S = 24, K = 6, d = 7.
+        A `World` with N = ``roster.arrivals``, S = 24, K = 6, d = 7.
     """
     data = load_tutorsim_data(roster.version)
     prm = params

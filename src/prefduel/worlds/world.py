@@ -172,7 +172,7 @@ class World:
 
 
 def load_world(path: str | Path) -> World:
-    """Load a world saved by :meth:`World.save` (a directory or its ``world.json``).
+    """Load a world saved by `World.save` (a directory or its ``world.json``).
 
     Raises:
         WorldFormatError: if a file is missing, unreadable, of another format, or its arrays do

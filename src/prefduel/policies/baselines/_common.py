@@ -105,8 +105,8 @@ class UserLaplacePolicy(Policy):
 
     The belief ``N(mu, Sigma)`` over the user's theta starts at ``N(0, prior_var I)`` at each
     arrival and takes the one-click Laplace step of
-    :func:`prefduel.policies.laplace.laplace_step` after every click on
-    ``z = phi_first - phi_second``. Subclasses implement :meth:`_choose`.
+    `prefduel.policies.laplace.laplace_step` after every click on
+    ``z = phi_first - phi_second``. Subclasses implement `_choose`.
 
     Args:
         prior_var: Variance of the isotropic zero-mean prior on theta (logit units).

@@ -4,7 +4,7 @@ CoLSTIM-style, MaxInP and the optimistic pair rule MaxPair-UCB.
 All three learn each user alone (like ``notransfer``): the belief ``N(mu, Sigma)`` over the
 user's theta restarts at ``N(0, prior_var I)`` at each arrival and takes one Laplace step per
 click. ``Sigma`` plays the role of the design-matrix inverse ``V^{-1}`` of the papers, so the
-confidence width of a pair is ``||phi_i - phi_j||_Sigma`` (see :func:`pair_widths`).
+confidence width of a pair is ``||phi_i - phi_j||_Sigma`` (see `pair_widths`).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class MaxInP(UserLaplacePolicy):
 
     Selection: the candidate set keeps the personas that no other persona beats with
     confidence, ``C = {i : (phi_i - phi_j).mu + beta ||phi_i - phi_j||_Sigma >= 0 for all j}``
-    (:func:`maxinp_candidates`); the shown pair is the maximum-informative pair inside it,
+    (`maxinp_candidates`); the shown pair is the maximum-informative pair inside it,
     ``argmax_{i != j in C} ||phi_i - phi_j||_Sigma``. When C has one persona (the paper would
     then play it against itself) it is shown with the best other persona under the mean.
 
@@ -171,7 +171,7 @@ class MaxPairUCB(UserLaplacePolicy):
     ICLR 2024, and the arm selection of COLDB, Wang et al., ICML 2025), per user.
 
     Selection: ``argmax_{i != j} u_i + u_j + beta ||phi_i - phi_j||_Sigma`` with ``u = Phi mu``
-    (:func:`maxpair_scores`): both shown personas should be good, and the pair's difference
+    (`maxpair_scores`): both shown personas should be good, and the pair's difference
     should be uncertain.
 
     Update: one Laplace step on ``z = phi_i - phi_j`` (prior restarts for every user).

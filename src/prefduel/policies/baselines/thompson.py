@@ -4,7 +4,7 @@ Meta-TS over the users' shared prior mean (``meta-ts``) and hierarchical TS (``h
 The two population learners share one Gaussian model of the roster: each user's theta is
 ``N(mean, prior_var I)`` and the shared ``mean`` has the prior ``N(0, meta_var I)``. A user's
 clicks enter the population's posterior through their Gaussian (Laplace) likelihood summary
-with theta integrated out (:func:`marginal_summary`).
+with theta integrated out (`marginal_summary`).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class _SharedMeanPolicy(UserLaplacePolicy):
     """State shared by ``meta-ts`` and ``hier-ts``: the posterior of the users' shared mean,
     in information form (precision ``(d, d)``, information ``(d,)``), built from completed
     users' marginal likelihood summaries. Each user's belief starts at ``N(m, prior_var I)``
-    with ``m`` from :meth:`_user_prior_mean`; clicks update it as in the per-user baselines."""
+    with ``m`` from `_user_prior_mean`; clicks update it as in the per-user baselines."""
 
     name = "shared-mean"
 
@@ -181,11 +181,11 @@ class MetaTS(_SharedMeanPolicy):
     (given completed users only); the user's belief starts at ``N(m, prior_var I)``; every round
     the pair follows ``rule``: ``ts`` = top two under one posterior draw of theta (Thompson
     sampling, the paper's in-task learner), ``dts`` = best persona under each of two draws
-    (:func:`dueling_ts_pair`), ``greedy`` = top two under the posterior mean.
+    (`dueling_ts_pair`), ``greedy`` = top two under the posterior mean.
 
     Update: one Laplace step per click; when the user leaves, their Laplace likelihood summary
     (posterior precision and information minus the prior's) is turned into a Gaussian
-    likelihood of the shared mean by integrating theta out (:func:`marginal_summary`) and
+    likelihood of the shared mean by integrating theta out (`marginal_summary`) and
     added to Q in information form (the paper's exact Gaussian meta-posterior update).
 
     Args:

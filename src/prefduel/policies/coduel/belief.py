@@ -2,7 +2,7 @@
 
 A belief is a mixture over components c with log weights ``lw[c]``; inside each component a
 Gaussian ``N(mu[c], Sigma[c])`` is updated after every click by the one-click Laplace step of
-:func:`prefduel.policies.laplace.laplace_step` (here vectorized over components), and the
+`prefduel.policies.laplace.laplace_step` (here vectorized over components), and the
 component's log weight gains the log predictive probability of the click (assumed-density
 filtering: the weights track each component's evidence for the session so far).
 """

@@ -288,7 +288,7 @@ class CODuel(Policy):
 
     def _solo_summary(self) -> tuple[np.ndarray, np.ndarray]:
         """Likelihood summary ``(lam (d, d), h (d,))`` of the session that just ended, read off
-        the no-transfer learner's posterior (as :func:`likelihood_summaries` would compute)."""
+        the no-transfer learner's posterior (as `likelihood_summaries` would compute)."""
         prec = np.linalg.inv(self.solo.sigma)
         prec = 0.5 * (prec + prec.T)
         return prec - np.eye(self.d) / self.prior_var, prec @ self.solo.mu

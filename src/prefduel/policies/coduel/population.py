@@ -90,7 +90,7 @@ def _triangular_inverse(chol: np.ndarray) -> np.ndarray:
 def component_evidence(
     lam: np.ndarray, h: np.ndarray, mu: np.ndarray, cov: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The log evidence of :func:`component_posteriors` without forming posterior covariances.
+    """The log evidence of `component_posteriors` without forming posterior covariances.
 
     Args:
         lam: ``(n, d, d)`` likelihood precisions.
@@ -100,7 +100,7 @@ def component_evidence(
 
     Returns:
         ``(loglik (n, C), chol (n, C, d, d), v (n, C, d))``: the log evidence (equal to
-        :func:`component_posteriors`' up to rounding), the Cholesky factors ``L`` of the
+        `component_posteriors`' up to rounding), the Cholesky factors ``L`` of the
         posterior precisions and ``v = L^-1 b``, from which posteriors are formed where they
         are needed (covariance ``L^-T L^-1``, mean ``L^-T v``).
     """
@@ -222,7 +222,7 @@ class Population:
         self, lam: np.ndarray, h: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """E-step: responsibilities ``(n, C)`` and the posteriors' factors (see
-        :func:`component_evidence`)."""
+        `component_evidence`)."""
         loglik, chol, v = component_evidence(lam, h, self.mu, self.cov)
         logr = loglik + np.log(np.maximum(self.weights(), 1e-300))
         logr -= logr.max(axis=1, keepdims=True)
