@@ -2,7 +2,7 @@
 
 Subcommands::
 
-    prefduel worlds                      the roster table
+    prefduel worlds [ROSTER ...]         the roster table (ids or roster files)
     prefduel run [--worlds ...] ...      sweep worlds x seeds x policies, print the table
     prefduel leaderboard [...]           run or read a grid, write the leaderboard
     prefduel stats RESULTS [--format]    summarize a results file
@@ -50,7 +50,7 @@ from prefduel.stats.paired import (
     round_curve,
 )
 from prefduel.stats.table import FORMATS, format_table, summarize_rows
-from prefduel.worlds.rosters import ROSTERS, get_world
+from prefduel.worlds.rosters import ROSTERS, get_roster, get_world
 
 PROG = "prefduel"
 DEFAULT_POLICIES = "random,notransfer,pooled,coduel"
@@ -121,7 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("worlds", help="list the rosters", description="List the TutorDuel rosters.")
+    worlds = sub.add_parser(
+        "worlds",
+        help="list the rosters",
+        description="List the TutorDuel rosters (generator version 2; ROSTER@1 names version 1), "
+        "or describe the rosters and roster files given.",
+    )
+    worlds.add_argument(
+        "rosters", nargs="*", metavar="ROSTER", help="roster ids or roster files (.yaml)"
+    )
 
     run = sub.add_parser(
         "run",
@@ -233,11 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_worlds(args: argparse.Namespace, out: TextIO) -> int:
-    """Print the roster table."""
+    """Print the roster table (every built-in roster, or the rosters and roster files given)."""
     header = ("id", "arrivals", "students", "topics", "seeds", "locked", "description")
+    rosters = [get_roster(name) for name in args.rosters] if args.rosters else ROSTERS.values()
     rows = [
         (
-            r.id,
+            r.label,
             str(r.arrivals),
             r.students,
             r.topics,
@@ -245,7 +254,7 @@ def cmd_worlds(args: argparse.Namespace, out: TextIO) -> int:
             "yes" if r.locked else "no",
             r.description,
         )
-        for r in ROSTERS.values()
+        for r in rosters
     ]
     widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header) - 1)]
     for row in [header, *rows]:

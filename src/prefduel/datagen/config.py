@@ -61,7 +61,7 @@ from prefduel.core.yamlfile import read_yaml
 from prefduel.datagen.prompts import Templates, check_template
 from prefduel.llm.config import LLMConfig
 from prefduel.llm.errors import LLMConfigError
-from prefduel.worlds.tutorsim import DEFAULT_PARAMS, TutorSimParams
+from prefduel.worlds.tutorsim_data import DEFAULT_PARAMS, TutorSimParams
 
 T = TypeVar("T")
 

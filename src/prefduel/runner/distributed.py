@@ -33,6 +33,7 @@ from prefduel import __version__
 from prefduel.core.errors import PrefduelError, SpecError
 from prefduel.policies.loading import _split_external
 from prefduel.runner.sweep import Unit, world_label
+from prefduel.worlds.roster_file import is_roster_file
 from prefduel.worlds.rosters import is_world_path
 
 #: How to install the optional dependency.
@@ -239,7 +240,7 @@ def worker_needs(worlds: Sequence[str], policies: Sequence[str]) -> tuple[list[s
     modules: list[str] = []
     for name in worlds:
         label = world_label(name)
-        if label and is_world_path(label) and os.path.exists(label):
+        if label and (is_world_path(label) or is_roster_file(label)) and os.path.exists(label):
             paths.append(label)
     for spec in policies:
         try:

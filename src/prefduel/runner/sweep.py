@@ -31,6 +31,7 @@ from prefduel.core.errors import LockedRosterError, PrefduelError, SpecError
 from prefduel.policies.loading import load_policy, resolve_policy
 from prefduel.runner.cell import run_cell
 from prefduel.runner.store import ResultsStore
+from prefduel.worlds.roster_file import is_roster_file, roster_file_label
 from prefduel.worlds.rosters import get_roster, get_world, is_world_path
 from prefduel.worlds.world import World, load_world
 
@@ -72,10 +73,12 @@ class UnitResult:
 
 
 def world_label(name: str) -> str:
-    """The label a world carries in result rows: the roster id, or the normalized path of a
-    stored world (``./w/``, ``w/world.json`` -> ``w``; a directory named like a roster keeps
-    its ``./``)."""
+    """The label a world carries in result rows: the roster id, the normalized path of a
+    roster file, or the normalized path of a stored world (``./w/``, ``w/world.json`` -> ``w``;
+    a directory named like a roster keeps its ``./``)."""
     name = name.strip()
+    if is_roster_file(name):
+        return roster_file_label(name)
     if not is_world_path(name):
         return name
     path = Path(name)

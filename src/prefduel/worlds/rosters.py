@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from prefduel.core.errors import LockedRosterError, UnknownIdError
-from prefduel.worlds.tutorsim_data import CURRENT_VERSION, GENERATOR_VERSIONS
+from prefduel.worlds.roster_file import is_roster_file, load_roster_file
+from prefduel.worlds.tutorsim_data import (
+    CURRENT_VERSION,
+    DEFAULT_PARAMS,
+    GENERATOR_VERSIONS,
+    TutorSimData,
+    TutorSimParams,
+    load_tutorsim_data,
+)
 from prefduel.worlds.world import World, load_world
 
 #: Separates a roster id from a generator version: ``test-profiles@1``.
@@ -31,6 +39,9 @@ class Roster:
         description: One line for ``prefduel worlds``.
         version: TutorSim generator version (data files); the random streams depend only on
             ``id`` and the seed, so versions differ only where their data differ.
+        data: A roster file's TutorSim data (None: the packaged data of ``version``).
+        params: A roster file's TutorSim knobs (None: ``DEFAULT_PARAMS``).
+        source: The roster file's path, which worlds and rows then carry as their name.
     """
 
     id: str
@@ -41,13 +52,27 @@ class Roster:
     locked: bool
     description: str
     version: int = CURRENT_VERSION
+    data: TutorSimData | None = field(default=None, compare=False, repr=False)
+    params: TutorSimParams | None = field(default=None, compare=False, repr=False)
+    source: str | None = None
 
     @property
     def label(self) -> str:
-        """The name worlds and result rows carry: ``id``, or ``id@version`` for an old version."""
+        """The name worlds and result rows carry: a roster file's path, ``id``, or
+        ``id@version`` for an older generator version."""
+        if self.source is not None:
+            return self.source
         if self.version == CURRENT_VERSION:
             return self.id
         return f"{self.id}{VERSION_SEP}{self.version}"
+
+    def tutorsim_data(self) -> TutorSimData:
+        """The data TutorSim generates this roster from."""
+        return self.data if self.data is not None else load_tutorsim_data(self.version)
+
+    def tutorsim_params(self) -> TutorSimParams:
+        """The knobs TutorSim generates this roster with."""
+        return self.params if self.params is not None else DEFAULT_PARAMS
 
 
 ROSTERS: dict[str, Roster] = {
@@ -121,11 +146,15 @@ ROSTERS: dict[str, Roster] = {
 
 
 def get_roster(roster_id: str) -> Roster:
-    """Look up a roster by id, optionally with a generator version: ``test-profiles@1``.
+    """Look up a roster by id, optionally with a generator version (``test-profiles@1``), or
+    read a roster file (``my-roster.yaml``, see `prefduel.worlds.roster_file`).
 
     Raises:
         UnknownIdError: listing the known rosters, or the known generator versions.
+        RosterFileError: a roster file that is missing or invalid (names file and field).
     """
+    if is_roster_file(roster_id):
+        return Roster(**load_roster_file(roster_id))
     base, sep, version_text = roster_id.partition(VERSION_SEP)
     try:
         roster = ROSTERS[base]
@@ -146,7 +175,10 @@ def get_roster(roster_id: str) -> Roster:
 
 
 def is_roster(name: str) -> bool:
-    """True when ``name`` is a roster id, with or without a generator version."""
+    """True when ``name`` is a roster id (with or without a generator version) or a roster
+    file."""
+    if is_roster_file(name):
+        return True
     base, sep, version_text = name.partition(VERSION_SEP)
     return base in ROSTERS and (not sep or version_text.isdigit())
 

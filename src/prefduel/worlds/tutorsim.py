@@ -30,14 +30,18 @@ bit-identical arrays in every process. Nothing here knows about any policy.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 
 from prefduel.core.btl import fit_bt_ridge, pairs_of, sigmoid
 from prefduel.core.rng import stream
 from prefduel.worlds.rosters import Roster
-from prefduel.worlds.tutorsim_data import KINDS, TutorSimData, load_tutorsim_data
+from prefduel.worlds.tutorsim_data import (
+    KINDS,
+    TutorSimData,
+    TutorSimParams,
+)
 from prefduel.worlds.world import World
 
 TOPICS_PER_SESSION = 4
@@ -45,38 +49,6 @@ CHAINS = 2
 ROUNDS = TOPICS_PER_SESSION * CHAINS * len(KINDS)  # 24
 
 
-@dataclass(frozen=True)
-class TutorSimParams:
-    """Knobs of the generative model, calibrated on the ``dev`` roster only.
-
-    How they were chosen, and on what: ``docs/tutorsim.md``, section Calibration.
-    """
-
-    taste_scale: float = 1.25
-    profile_jitter: float = 0.35
-    persona_offset: float = 0.25
-    cue_strength: float = 0.75
-    cue_spread: float = 0.8
-    ncenter: float = 0.5
-    topic_noise: float = 0.3
-    question_noise: float = 0.2
-    utility_noise: float = 0.85
-    template_scale: float = 0.8
-    quirk_strength: float = 1.0
-    iso_scale: float = 1.0
-    rater_dim_error: float = 0.3
-    rater_bias: float = 0.1
-    rater_noise: float = 0.3
-    judge_beta: float = 0.8
-    judge_position: float = 0.4
-    judge_label: float = 0.15
-    judge_noise: float = 0.3
-    judge_samples: int = 4
-    bt_ridge: float = 0.01
-    bt_scale: float = 8.0
-
-
-DEFAULT_PARAMS = TutorSimParams()
 
 
 def _question_bank(data: TutorSimData, pool: str) -> list[dict]:
@@ -212,9 +184,8 @@ def _students(
                     cue[a] = v.cue_following
             qs: tuple[str, ...] = ()
             if roster.students == "quirky":
-                qs = tuple(
-                    data.quirks[i].id for i in rng.choice(len(data.quirks), 2, replace=False)
-                )
+                drawn = rng.choice(len(data.quirks), prm.quirks_per_student, replace=False)
+                qs = tuple(data.quirks[i].id for i in drawn)
             description = " ".join(v.description for v in values)
             description += "".join(" " + data.quirk(q).description for q in qs)
             students.append(
@@ -366,19 +337,20 @@ def _judge(v: np.ndarray, prm: TutorSimParams, rng) -> np.ndarray:
     return judge_probabilities(picks, prm.judge_samples, k)
 
 
-def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_PARAMS) -> World:
+def generate_world(roster: Roster, seed: int, params: TutorSimParams | None = None) -> World:
     """Generate the world of ``roster`` for ``seed``.
 
     Args:
         roster: A row of the roster table.
         seed: World seed; the same (roster, seed, params) gives bit-identical arrays.
-        params: Generative-model knobs (defaults are the calibrated values).
+        params: Generative-model knobs (default: the roster's, i.e. the calibrated values
+            unless a roster file changes them).
 
     Returns:
         A `World` with N = ``roster.arrivals``, S = 24, K = 6, d = 7.
     """
-    data = load_tutorsim_data(roster.version)
-    prm = params
+    data = roster.tutorsim_data()
+    prm = params if params is not None else roster.tutorsim_params()
 
     def rng(part: str) -> np.random.Generator:
         return stream(seed, "tutorsim", roster.id, part)
@@ -450,7 +422,7 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams = DEFAULT_P
 
 
 def generate_students(
-    roster: Roster, seed: int, params: TutorSimParams = DEFAULT_PARAMS
+    roster: Roster, seed: int, params: TutorSimParams | None = None
 ) -> tuple[list[dict], np.ndarray]:
     """The students table and ``student_index`` of ``generate_world(roster, seed, params)``.
 
@@ -460,13 +432,15 @@ def generate_students(
     Args:
         roster: A row of the roster table.
         seed: World seed.
-        params: Generative-model knobs (must be those the world was generated with).
+        params: Generative-model knobs (must be those the world was generated with; default:
+            the roster's).
 
     Returns:
         ``(students, student_index)``: one dict per student (id, profile, name, ...) and the
         ``(N,)`` int64 row of ``students`` for each arrival.
     """
-    data = load_tutorsim_data(roster.version)
+    data = roster.tutorsim_data()
+    params = params if params is not None else roster.tutorsim_params()
     n, k = roster.arrivals, data.persona_style.shape[0]
     urng = stream(seed, "tutorsim", roster.id, "students")
     if roster.students == "isotropic":

@@ -32,6 +32,41 @@ _VERSIONED_FILES = {1: ("template.yaml", "profiles_heldout.yaml")}
 
 
 @dataclass(frozen=True)
+class TutorSimParams:
+    """Knobs of the generative model, calibrated on the ``dev`` roster only.
+
+    How they were chosen, and on what: ``docs/tutorsim.md``, section Calibration.
+    """
+
+    taste_scale: float = 1.25
+    profile_jitter: float = 0.35
+    persona_offset: float = 0.25
+    cue_strength: float = 0.75
+    cue_spread: float = 0.8
+    ncenter: float = 0.5
+    topic_noise: float = 0.3
+    question_noise: float = 0.2
+    utility_noise: float = 0.85
+    template_scale: float = 0.8
+    quirk_strength: float = 1.0
+    quirks_per_student: int = 2
+    iso_scale: float = 1.0
+    rater_dim_error: float = 0.3
+    rater_bias: float = 0.1
+    rater_noise: float = 0.3
+    judge_beta: float = 0.8
+    judge_position: float = 0.4
+    judge_label: float = 0.15
+    judge_noise: float = 0.3
+    judge_samples: int = 4
+    bt_ridge: float = 0.01
+    bt_scale: float = 8.0
+
+
+DEFAULT_PARAMS = TutorSimParams()
+
+
+@dataclass(frozen=True)
 class Profile:
     """A hand-written student profile: text for LLM judges, traits for the simulator."""
 
@@ -117,7 +152,12 @@ def _read(name: str, version: int = CURRENT_VERSION) -> Any:
         raise WorldFormatError(f"TutorSim data file {name} is not valid YAML: {exc}") from exc
 
 
-def _vector(mapping: Any, dims: tuple[str, ...], where: str) -> np.ndarray:
+def style_vector(mapping: Any, dims: tuple[str, ...], where: str) -> np.ndarray:
+    """A ``{style dim: value in [-1, 1]}`` mapping as an ``(m,)`` vector (omitted dims are 0).
+
+    Raises:
+        WorldFormatError: naming ``where`` and the dimension or value that is wrong.
+    """
     if mapping is None:
         mapping = {}
     if not isinstance(mapping, dict):
@@ -158,18 +198,20 @@ def load_tutorsim_data(version: int = CURRENT_VERSION) -> TutorSimData:
     dims_raw = _entries(_read("style.yaml"), "dims", "style.yaml")
     dims = tuple(str(d["id"]) for d in dims_raw)
     personas = _entries(_read("personas.yaml"), "personas", "personas.yaml")
-    style = np.stack([_vector(p.get("style"), dims, f"personas.yaml: {p['id']}") for p in personas])
+    style = np.stack(
+        [style_vector(p.get("style"), dims, f"personas.yaml: {p['id']}") for p in personas]
+    )
 
     qdoc = _read("questions.yaml")
     kinds = qdoc.get("kinds", {}) if isinstance(qdoc, dict) else {}
     if set(kinds) != set(KINDS):
         raise WorldFormatError(f"questions.yaml: kinds must be exactly {list(KINDS)}")
     kind_need = np.stack(
-        [_vector(kinds[k].get("need"), dims, f"questions.yaml: kind {k}") for k in KINDS]
+        [style_vector(kinds[k].get("need"), dims, f"questions.yaml: kind {k}") for k in KINDS]
     )
     cues = _entries(qdoc, "cues", "questions.yaml")
     cue_need = np.stack(
-        [_vector(c.get("need"), dims, f"questions.yaml: cue {c['id']}") for c in cues]
+        [style_vector(c.get("need"), dims, f"questions.yaml: cue {c['id']}") for c in cues]
     )
 
     topics = {}
@@ -186,54 +228,15 @@ def load_tutorsim_data(version: int = CURRENT_VERSION) -> TutorSimData:
                     raise WorldFormatError(f"{file}: topic {t['id']} chain lacks {missing}")
         topics[pool] = tuple(items)
 
-    quirks = tuple(
-        Quirk(
-            id=str(q["id"]),
-            description=str(q.get("description", "")),
-            dim=dims.index(q["dim"])
-            if q.get("dim") in dims
-            else _bad(f"quirks.yaml: {q['id']}: dim"),
-            sign=float(q.get("sign", 1)),
-            when_kind=q.get("when_kind"),
-        )
-        for q in _entries(_read("quirks.yaml"), "quirks", "quirks.yaml")
-    )
-    quirk_ids = {q.id for q in quirks}
-
+    quirk_entries = _entries(_read("quirks.yaml"), "quirks", "quirks.yaml")
+    quirks = parse_quirks(quirk_entries, dims, "quirks.yaml")
     profiles = {}
     for pool in ("dev", "heldout"):
         file = f"profiles_{pool}.yaml"
-        items = []
-        for p in _entries(_read(file, version), "profiles", file):
-            qs = tuple(p.get("quirks") or ())
-            unknown = [q for q in qs if q not in quirk_ids]
-            if unknown:
-                raise WorldFormatError(f"{file}: profile {p['id']} has unknown quirks {unknown}")
-            items.append(
-                Profile(
-                    id=str(p["id"]),
-                    name=str(p.get("name", p["id"])),
-                    description=str(p.get("description", "")),
-                    taste=_vector(p.get("taste"), dims, f"{file}: {p['id']}"),
-                    cue_following=float(p.get("cue_following", 1.0)),
-                    quirks=qs,
-                )
-            )
-        profiles[pool] = tuple(items)
-
+        entries = _entries(_read(file, version), "profiles", file)
+        profiles[pool] = parse_profiles(entries, dims, {q.id for q in quirks}, file)
     template = _read("template.yaml", version)
-    traits = []
-    for t in _entries(template, "traits", "template.yaml"):
-        values = tuple(
-            TraitValue(
-                id=str(v["id"]),
-                description=str(v.get("description", "")),
-                taste=_vector(v.get("taste"), dims, f"template.yaml: {t['id']}.{v['id']}"),
-                cue_following=None if v.get("cue_following") is None else float(v["cue_following"]),
-            )
-            for v in t.get("values", [])
-        )
-        traits.append(Trait(str(t["id"]), str(t.get("description", "")), values))
+    traits = parse_traits(_entries(template, "traits", "template.yaml"), dims, "template.yaml")
 
     return TutorSimData(
         dims=dims,
@@ -246,11 +249,116 @@ def load_tutorsim_data(version: int = CURRENT_VERSION) -> TutorSimData:
         topics=topics,
         profiles=profiles,
         quirks=quirks,
-        traits=tuple(traits),
-        shared_taste=_vector(template.get("shared_taste"), dims, "template.yaml: shared_taste"),
+        traits=traits,
+        shared_taste=style_vector(
+            template.get("shared_taste"), dims, "template.yaml: shared_taste"
+        ),
         version=version,
     )
 
 
-def _bad(where: str):
-    raise WorldFormatError(f"{where} is missing or not a known style dimension")
+def _unique_ids(items: list[dict[str, Any]], where: str) -> None:
+    seen: set[str] = set()
+    for item in items:
+        if str(item["id"]) in seen:
+            raise WorldFormatError(f"{where}: id {item['id']!r} appears twice")
+        seen.add(str(item["id"]))
+
+
+def _number(value: Any, where: str, *, low: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise WorldFormatError(f"{where}: expected a number, got {value!r}")
+    if low is not None and value < low:
+        raise WorldFormatError(f"{where}: must be >= {low:g}, got {value!r}")
+    return float(value)
+
+
+def parse_quirks(
+    entries: list[dict[str, Any]], dims: tuple[str, ...], where: str
+) -> tuple[Quirk, ...]:
+    """Quirks from their YAML entries (``id``, ``description``, ``dim``, ``sign`` +1 or -1,
+    optional ``when_kind``), as in ``quirks.yaml``.
+
+    Raises:
+        WorldFormatError: naming ``where``, the quirk and the field that is wrong.
+    """
+    _unique_ids(entries, where)
+    quirks = []
+    for q in entries:
+        at = f"{where}: quirk {q['id']}"
+        if q.get("dim") not in dims:
+            raise WorldFormatError(f"{at}: dim must be one of {list(dims)}, got {q.get('dim')!r}")
+        sign = q.get("sign", 1)
+        if sign not in (1, -1):
+            raise WorldFormatError(f"{at}: sign must be 1 or -1, got {sign!r}")
+        when = q.get("when_kind")
+        if when is not None and when not in KINDS:
+            raise WorldFormatError(f"{at}: when_kind must be one of {list(KINDS)}, got {when!r}")
+        quirks.append(
+            Quirk(str(q["id"]), str(q.get("description", "")), dims.index(q["dim"]), sign, when)
+        )
+    return tuple(quirks)
+
+
+def parse_profiles(
+    entries: list[dict[str, Any]], dims: tuple[str, ...], quirk_ids: set[str], where: str
+) -> tuple[Profile, ...]:
+    """Hand-written student profiles from their YAML entries, as in ``profiles_*.yaml``.
+
+    Raises:
+        WorldFormatError: naming ``where``, the profile and the field that is wrong.
+    """
+    _unique_ids(entries, where)
+    profiles = []
+    for p in entries:
+        at = f"{where}: profile {p['id']}"
+        qs = p.get("quirks") or []
+        if not isinstance(qs, list):
+            raise WorldFormatError(f"{at}: quirks must be a list of quirk ids")
+        unknown = [q for q in qs if q not in quirk_ids]
+        if unknown:
+            raise WorldFormatError(f"{at}: unknown quirks {unknown}; known: {sorted(quirk_ids)}")
+        profiles.append(
+            Profile(
+                id=str(p["id"]),
+                name=str(p.get("name", p["id"])),
+                description=str(p.get("description", "")),
+                taste=style_vector(p.get("taste"), dims, f"{at}: taste"),
+                cue_following=_number(p.get("cue_following", 1.0), f"{at}: cue_following", low=0),
+                quirks=tuple(str(q) for q in qs),
+            )
+        )
+    return tuple(profiles)
+
+
+def parse_traits(
+    entries: list[dict[str, Any]], dims: tuple[str, ...], where: str
+) -> tuple[Trait, ...]:
+    """Template traits and their values from YAML entries, as in ``template.yaml``.
+
+    Raises:
+        WorldFormatError: naming ``where``, the trait or value and the field that is wrong.
+    """
+    _unique_ids(entries, where)
+    traits = []
+    for t in entries:
+        values = t.get("values")
+        if not isinstance(values, list) or not values:
+            raise WorldFormatError(f"{where}: trait {t['id']}: values must be a non-empty list")
+        for i, v in enumerate(values):
+            if not isinstance(v, dict) or "id" not in v:
+                raise WorldFormatError(f"{where}: trait {t['id']}: value {i} needs an id")
+        _unique_ids(values, f"{where}: trait {t['id']}")
+        parsed = tuple(
+            TraitValue(
+                id=str(v["id"]),
+                description=str(v.get("description", "")),
+                taste=style_vector(v.get("taste"), dims, f"{where}: {t['id']}.{v['id']}: taste"),
+                cue_following=None
+                if v.get("cue_following") is None
+                else _number(v["cue_following"], f"{where}: {t['id']}.{v['id']}", low=0),
+            )
+            for v in values
+        )
+        traits.append(Trait(str(t["id"]), str(t.get("description", "")), parsed))
+    return tuple(traits)
