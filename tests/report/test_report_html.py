@@ -19,6 +19,7 @@ from prefduel.report.compute import group_breakdown
 from prefduel.runner.store import ResultsStore
 from prefduel.stats.paired import paired_gains, profile_breakdown, round_curve
 from prefduel.stats.table import summarize_rows
+from prefduel.worlds.rosters import get_world
 from prefduel.worlds.world import load_world
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -127,7 +128,7 @@ def test_profile_numbers_are_profile_breakdown(built):
     assert set(table.groups) == {"alpha", "beta", "gamma"}
     for policy in ("random", "notransfer", "pooled"):
         rows = [r for r in built["rows"] if r["world"] == world.name or r["policy"] == policy]
-        for entry in profile_breakdown(rows, lambda seed: world, policy):
+        for entry in profile_breakdown(rows, lambda s: get_world(built["world"], s), policy):
             assert table.entries[(entry["profile"], policy)] == entry
             assert f'{entry["excess_mean"]:.3f} <span class="se">± {entry["excess_se"]:.3f}' in html
 

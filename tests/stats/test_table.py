@@ -73,7 +73,7 @@ def test_duplicate_seed_and_missing_field_raise():
 def test_text_format():
     text = format_table(summarize_rows(ROWS), "text")
     lines = text.splitlines()
-    assert lines[0] == "world: dev"
+    assert lines[0] == "world: dev (each seed an independent world)"
     assert lines[1].split()[:2] == ["policy", "seeds"]
     body = lines[3:6]
     assert body[0].startswith("ref:oracle-user [ref]")
@@ -82,6 +82,23 @@ def test_text_format():
     assert re.search(r"90\.00 ± +–", body[0])
     assert body[0].index("±") == body[1].index("±") == body[2].index("±")  # aligned
     assert "world: other" in text
+
+
+def test_tables_say_what_stands_behind_a_plus_minus(toy_world):
+    """Seeds of a roster are independent worlds; seeds of a stored world are orders of one."""
+    rows = [{**r, "world": toy_world} for r in ROWS if r["world"] == "dev"] + ROWS
+    summary = summarize_rows(rows)
+    text = format_table(summary, "text")
+    assert f"world: {toy_world} (1 stored world: each seed re-orders its arrivals" in text
+    assert "world: dev (each seed an independent world)" in text
+    md = format_table(summary, "md")
+    assert "± over seeds; 1 stored world: each seed re-orders its arrivals" in md
+    records = json.loads(format_table(summary, "json"))
+    assert {r["replicates"] for r in records if r["world"] == "dev"} == {
+        "each seed an independent world"
+    }
+    header, first, *_ = format_table(summary, "csv").splitlines()
+    assert header.endswith(",replicates") and "1 stored world" in first
 
 
 def test_markdown_format():

@@ -80,10 +80,31 @@ def test_digest_sees_every_array():
 def test_get_world_loads_a_stored_world(stored):
     world, path = stored
     assert is_world_path(str(path))
-    loaded = get_world(str(path), seed=999)
+    loaded = get_world(str(path), seed=41)  # the stored seed: the world as stored
     _assert_same(world, loaded)
-    assert loaded.seed == 41  # the stored seed, not the argument
+    assert loaded.seed == 41
     assert loaded.name == "tiny"
+
+
+def test_other_seeds_of_a_stored_world_are_replicates(stored):
+    """Seed s re-orders the stored sessions and redraws the clicks (issue: seeds on a stored
+    world were the same arrays scored again)."""
+    world, path = stored
+    a, b = get_world(str(path), seed=0), get_world(str(path), seed=1)
+    assert (a.seed, b.seed) == (0, 1)
+    assert not np.array_equal(a.student_index, b.student_index)
+    assert not np.array_equal(a.u, b.u)
+    assert a.info["replicate_of_seed"] == 41
+    # the same sessions, each intact, in another order
+    order = [int(np.flatnonzero((world.U == a.U[n]).all(axis=(1, 2)))[0]) for n in range(a.N)]
+    assert sorted(order) == list(range(world.N))
+    for n, m in enumerate(order):
+        assert np.array_equal(a.P[n], world.P[m]) and np.array_equal(a.Phi[n], world.Phi[m])
+        assert a.student_index[n] == world.student_index[m]
+        assert np.array_equal(a.question_index[n], world.question_index[m])
+    assert np.all((a.u >= 0) & (a.u < 1))
+    # deterministic in the seed, in any process
+    _assert_same(a, get_world(str(path), seed=0))
 
 
 # ---------------------------------------------------------------- damage

@@ -255,12 +255,12 @@ def profile_table(
 
 
 def cached_students(allow_test: bool) -> StudentsFn:
-    """``(world, seed) -> (students, student_index)`` via `get_students`, memoized
-    (a stored world is loaded once whatever the seed)."""
+    """``(world, seed) -> (students, student_index)`` via `get_students`, memoized per
+    ``(world, seed)`` (each seed of a stored world is its own arrival order)."""
     cache: dict[tuple[str, int], tuple[list[dict[str, Any]], np.ndarray]] = {}
 
     def load(world: str, seed: int) -> tuple[list[dict[str, Any]], np.ndarray]:
-        key = (world, -1 if is_world_path(world) else int(seed))
+        key = (world, int(seed))
         if key not in cache:
             cache[key] = get_students(world, int(seed), allow_test=allow_test)
         return cache[key]

@@ -14,7 +14,7 @@ from typing import Any
 
 from prefduel.report.compute import ProfileTable, WorldReport
 from prefduel.report.figures import SavedFigure
-from prefduel.stats.table import NO_SE
+from prefduel.stats.table import NO_SE, replicates
 
 CSS = """
 :root { --ink:#1d2330; --muted:#5b6475; --line:#e3e6ec; --soft:#f6f7f9; --accent:#2f5fb3;
@@ -204,7 +204,8 @@ def _leaderboard(page: Page) -> str:
         seeds = _seed_text(report.seeds)
         parts.append(
             f'<h3 id="{_anchor("board", index)}">{escape(report.world)} '
-            f'<span class="se">· seeds {escape(seeds)}</span></h3>'
+            f'<span class="se">· seeds {escape(seeds)} ({escape(replicates(report.world))})'
+            "</span></h3>"
             f'<div class="card"><table><thead>{head}</thead><tbody>{"".join(body)}</tbody>'
             "</table></div>"
         )

@@ -16,12 +16,26 @@ from typing import Any
 
 import numpy as np
 
+from prefduel.worlds.rosters import is_world_path
+
 FORMATS = ("text", "md", "csv", "json")
 
 #: Shown instead of a standard error computed from a single seed.
 NO_SE = "–"
 
 _COLUMNS = ("policy", "seeds", "score", "excess")
+
+
+def replicates(world: str) -> str:
+    """What the seeds of ``world`` are replicates of, i.e. what stands behind a ``±``.
+
+    Seeds of a roster (or roster file) are independent worlds: new students, questions,
+    utilities and clicks. Seeds of a stored world share its judged data: each is one arrival
+    order and one set of click draws (`prefduel.worlds.world.replicate`).
+    """
+    if is_world_path(world):
+        return "1 stored world: each seed re-orders its arrivals and redraws its clicks"
+    return "each seed an independent world"
 
 
 def _mean_se(values: list[float]) -> tuple[float, float | None]:
@@ -138,7 +152,7 @@ def _format_text(summary: list[dict[str, Any]]) -> str:
         )
         table = [("policy", "seeds", "score (mean ± s.e.)", "excess (mean ± s.e.)"), *body]
         widths = [max(len(r[c]) for r in table) for c in range(4)]
-        lines = [f"world: {world}"]
+        lines = [f"world: {world} ({replicates(world)})"]
         for i, r in enumerate(table):
             cells = [r[0].ljust(widths[0])] + [r[c].rjust(widths[c]) for c in range(1, 4)]
             lines.append("  ".join(cells).rstrip())
@@ -160,6 +174,8 @@ def _format_md(summary: list[dict[str, Any]]) -> str:
         lines = [
             f"### {_md_escape(world)}",
             "",
+            f"± over seeds; {_md_escape(replicates(world))}.",
+            "",
             "| policy | seeds | score (mean ± s.e.) | excess (mean ± s.e.) |",
             "|---|---:|---:|---:|",
         ]
@@ -176,16 +192,22 @@ def _format_md(summary: list[dict[str, Any]]) -> str:
 def _format_csv(summary: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     fields = ["world", "policy", "kind", "n", "score_mean", "score_se", "excess_mean", "excess_se"]
+    fields.append("replicates")
     writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    for entries in _by_world(summary).values():
+    for world, entries in _by_world(summary).items():
         for e in entries:
-            writer.writerow({k: ("" if e.get(k) is None else e.get(k)) for k in fields})
+            row = {k: ("" if e.get(k) is None else e.get(k)) for k in fields}
+            writer.writerow({**row, "replicates": replicates(world)})
     return buf.getvalue()
 
 
 def _format_json(summary: list[dict[str, Any]]) -> str:
-    ordered = [e for entries in _by_world(summary).values() for e in entries]
+    ordered = [
+        {**e, "replicates": replicates(world)}
+        for world, entries in _by_world(summary).items()
+        for e in entries
+    ]
     return json.dumps(ordered, indent=2) + "\n"
 
 

@@ -18,7 +18,7 @@ from prefduel.worlds.tutorsim_data import (
     TutorSimParams,
     load_tutorsim_data,
 )
-from prefduel.worlds.world import World, load_world
+from prefduel.worlds.world import World, load_world, replicate
 
 #: Separates a roster id from a generator version: ``test-profiles@1``.
 VERSION_SEP = "@"
@@ -195,7 +195,9 @@ def get_world(name: str, seed: int, *, allow_test: bool = False) -> World:
 
     Args:
         name: A roster id from `ROSTERS` or the directory of a stored world.
-        seed: The world seed (ignored for stored worlds, whose seed is recorded in the file).
+        seed: The world seed. For a stored world, the replicate: seed ``s`` re-orders its
+            arrivals and redraws its clicks (`prefduel.worlds.world.replicate`); the seed
+            recorded in the file gives the world as stored.
         allow_test: Required for locked ``test-*`` rosters.
 
     Raises:
@@ -204,7 +206,7 @@ def get_world(name: str, seed: int, *, allow_test: bool = False) -> World:
         WorldFormatError: a stored world that is missing or corrupt.
     """
     if is_world_path(name):
-        return load_world(name)
+        return replicate(load_world(name), seed)
     roster = get_roster(name)
     if roster.locked and not allow_test:
         raise LockedRosterError(
@@ -226,7 +228,7 @@ def get_students(
 
     Args:
         name: A roster id from `ROSTERS` or the directory of a stored world.
-        seed: The world seed (ignored for stored worlds).
+        seed: The world seed (for a stored world, the replicate, as in `get_world`).
         allow_test: Required for locked ``test-*`` rosters.
 
     Returns:
@@ -239,7 +241,7 @@ def get_students(
         WorldFormatError: a stored world that is missing or corrupt.
     """
     if is_world_path(name):
-        world = load_world(name)
+        world = replicate(load_world(name), seed)
         return world.students, world.student_index
     roster = get_roster(name)
     if roster.locked and not allow_test:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from prefduel.core.errors import WorldFormatError
+from prefduel.core.rng import stream
 
 FORMAT = "prefduel-world"
 FORMAT_VERSION = 1
@@ -244,3 +245,40 @@ def _metadata_fields(meta: dict[str, Any], path: Path) -> dict[str, Any]:
         )
     fields.update(roster=roster, seed=seed)
     return fields
+
+
+def replicate(world: World, seed: int) -> World:
+    """Replicate ``seed`` of a stored world: its arrivals in a new order, new click draws.
+
+    A stored world holds one arrangement of its judged sessions. Seed ``s`` re-orders the
+    arrivals (each session keeps its student, questions, utilities and probabilities) and
+    draws fresh uniforms ``u``, both from ``stream(s, "stored-world", ...)``, so two seeds are
+    two independent replicates of the same judged data, and policies on one seed still share
+    common random numbers. The world's own seed gives it back as stored.
+
+    Args:
+        world: A stored world (any `World`).
+        seed: The replicate's seed (non-negative).
+
+    Returns:
+        A `World` with ``seed`` set and ``info["replicate_of_seed"]`` recording the stored
+        seed; ``world`` itself when ``seed == world.seed``.
+    """
+    if seed == world.seed:
+        return world
+    order = stream(seed, "stored-world", "order").permutation(world.N)
+    clicks = stream(seed, "stored-world", "clicks").random(world.u.shape)
+    return World(
+        roster=world.roster,
+        seed=int(seed),
+        Phi=world.Phi[order],
+        U=world.U[order],
+        P=world.P[order],
+        u=clicks,
+        student_index=world.student_index[order],
+        question_index=world.question_index[order],
+        students=world.students,
+        questions=world.questions,
+        personas=world.personas,
+        info={**world.info, "replicate_of_seed": world.seed},
+    )
