@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from prefduel.runner.cell import run_cell
-from prefduel.stats.references import reference_rows
+from prefduel.runner.references import reference_rows
 from prefduel.worlds import ROSTERS, get_world
 
 COLUMNS = (

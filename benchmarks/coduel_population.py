@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from prefduel.policies import load_policy
 from prefduel.policies.coduel.population import component_posteriors
 from prefduel.runner.cell import play, policy_rng
-from prefduel.stats.references import linear_oracle_theta
+from prefduel.runner.references import linear_oracle_theta
 from prefduel.worlds import get_world
 
 

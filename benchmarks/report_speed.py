@@ -30,8 +30,8 @@ import numpy as np
 
 from prefduel import __version__
 from prefduel.core.rng import stream
+from prefduel.runner.references import REFERENCES
 from prefduel.runner.store import ResultsStore
-from prefduel.stats.references import REFERENCES
 from prefduel.stats.table import summarize_rows
 from prefduel.worlds.rosters import ROSTERS, get_students, get_world
 

@@ -15,7 +15,7 @@ from prefduel import __version__
 from prefduel.core.btl import btl_matrix
 from prefduel.core.rng import stream
 from prefduel.runner.cell import summarize
-from prefduel.stats.references import REFERENCES
+from prefduel.runner.references import REFERENCES
 from prefduel.worlds.world import World
 
 

@@ -1,6 +1,7 @@
 """prefduel: personalize LLM answers from pairwise preferences, and evaluate it.
 
-Parts available today: TutorDuel worlds (TutorSim), the policy API, the runner and scoring.
+TutorDuel and CODuel (worlds, policies, runner, stats, report, pages, datagen), personalized
+rankings (ranking) and PrefDisco (prefdisco), on one core and one LLM layer (llm).
 """
 
 __version__ = "0.1.0"

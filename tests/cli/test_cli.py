@@ -16,8 +16,8 @@ from pb_toys import BAD_ARRIVAL, BAD_ROUND, strip_wall
 from prefduel.cli import main as cli
 from prefduel.cli.main import main, parse_seeds
 from prefduel.core.errors import SpecError
+from prefduel.runner.references import REFERENCES
 from prefduel.runner.store import ResultsStore
-from prefduel.stats.references import REFERENCES
 
 
 def _run(toy_world: str, out: Path, *extra: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Subpackages import only the layers below them (docs/design.md, section 1): a layering test
-per subpackage, from each module's import statements (relative imports are refused too, so every
-dependency is spelled out)."""
+for every subpackage, from each module's import statements, function-level imports included
+(relative imports are refused too, so every dependency is spelled out)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,25 @@ from pathlib import Path
 
 import pytest
 
-#: subpackage -> the prefduel subpackages it may import (besides itself)
+#: subpackage -> the prefduel subpackages it may import (besides itself and the root package,
+#: which holds only ``__version__``): core at the bottom, policies never see worlds, results
+#: (stats) are read above the runner, and nothing but the CLI imports the CLI.
 ALLOWED = {
+    "core": set(),
+    "worlds": {"core"},
+    "policies": {"core"},
     "llm": {"core"},
     "ranking": {"core"},
+    "runner": {"core", "worlds", "policies"},
+    "stats": {"core", "worlds", "runner"},
     "prefdisco": {"core", "llm"},
+    "datagen": {"core", "llm", "worlds"},
+    "pages": {"core", "worlds", "policies", "runner", "stats"},
+    "report": {"core", "worlds", "policies", "runner", "stats", "pages"},
+    "cli": {
+        "core", "worlds", "policies", "llm", "ranking", "runner", "stats", "prefdisco",
+        "datagen", "pages", "report",
+    },
 }
 
 
@@ -50,6 +64,24 @@ def offenders(package: str, allowed: set[str]) -> list[str]:
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_subpackage_imports_only_the_layers_below_it(package):
     assert offenders(package, ALLOWED[package]) == []
+
+
+def test_the_table_covers_every_subpackage_and_is_acyclic():
+    root = Path(importlib.import_module("prefduel").__file__).parent
+    packages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    assert set(ALLOWED) == packages, "add the new subpackage to ALLOWED with its layer"
+    order: list[str] = []
+    while len(order) < len(ALLOWED):  # peel off packages whose allowed imports are all placed
+        ready = [p for p in ALLOWED if p not in order and ALLOWED[p] <= set(order)]
+        assert ready, f"cycle among {sorted(set(ALLOWED) - set(order))}"
+        order += sorted(ready)
+
+
+def test_the_root_package_imports_no_subpackage():
+    init = Path(importlib.import_module("prefduel").__file__)
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert not [n for n in imports if "prefduel" in ast.dump(n)]
 
 
 def test_a_forbidden_layer_is_reported():

@@ -15,7 +15,6 @@ from prefduel.cli.main import main
 from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.pages import (
     find_row,
-    moving_mean,
     replay_data,
     replay_page,
     replay_trajectory,
@@ -23,6 +22,7 @@ from prefduel.pages import (
 )
 from prefduel.runner import run_cell
 from prefduel.runner.store import ResultsStore
+from prefduel.stats.paired import centered_moving_mean
 from prefduel.worlds import World, get_world
 
 
@@ -52,14 +52,6 @@ def toy_world(path: str, seed: int) -> World:
     return dataclasses.replace(get_world(path, seed), roster=path, seed=seed)
 
 
-def test_moving_mean():
-    x = np.arange(10.0) ** 2
-    got = moving_mean(x, 5)
-    want = [x[max(0, n - 2) : n + 3].mean() for n in range(10)]
-    np.testing.assert_allclose(got, want)
-    assert moving_mean([3.0], 25) == [3.0]
-
-
 def test_trajectory_reproduces_the_row_and_is_embedded(toy_run):
     path, results = toy_run
     world = toy_world(path, 1)
@@ -79,7 +71,8 @@ def test_trajectory_reproduces_the_row_and_is_embedded(toy_run):
     best = np.argsort(-world.U, axis=-1)[..., :2]
     assert data["best"] == best.tolist()
     assert data["excess"] == row["excess_per_arrival"]
-    np.testing.assert_allclose(data["ma"], moving_mean(row["excess_per_arrival"]), atol=1e-6)
+    smooth = centered_moving_mean(np.array(row["excess_per_arrival"]), 25)
+    np.testing.assert_allclose(data["ma"], smooth, atol=1e-6)
     np.testing.assert_allclose(
         np.array(data["rx"]).sum(axis=1), row["excess_per_arrival"], atol=1e-3
     )

@@ -15,7 +15,7 @@ from prefduel.core.errors import PolicyError
 from prefduel.policies import Policy
 from prefduel.runner import play, run_cell
 from prefduel.runner.cell import policy_rng
-from prefduel.stats.references import reference_rows
+from prefduel.runner.references import reference_rows
 from prefduel.worlds import World, get_world
 
 

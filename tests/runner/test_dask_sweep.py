@@ -37,9 +37,9 @@ from prefduel.runner.distributed import (  # noqa: E402
     dask_executor,
     worker_needs,
 )
+from prefduel.runner.references import REFERENCES  # noqa: E402
 from prefduel.runner.store import ResultsStore  # noqa: E402
 from prefduel.runner.sweep import sweep  # noqa: E402
-from prefduel.stats.references import REFERENCES  # noqa: E402
 
 N_WORKERS = 2
 

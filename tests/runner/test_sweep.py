@@ -24,9 +24,9 @@ from prefduel.core.errors import (
     UnknownIdError,
     WorldFormatError,
 )
+from prefduel.runner.references import REFERENCES
 from prefduel.runner.store import ResultsFileWarning, ResultsStore
 from prefduel.runner.sweep import sweep, world_label
-from prefduel.stats.references import REFERENCES
 
 
 def _keys(rows: list[dict]) -> list[tuple]:

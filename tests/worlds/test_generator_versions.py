@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from prefduel.core.errors import UnknownIdError
-from prefduel.stats.references import reference_rows
+from prefduel.runner.references import reference_rows
 from prefduel.worlds.rosters import get_roster, get_world, is_roster, is_world_path
 from prefduel.worlds.tutorsim import generate_students
 from prefduel.worlds.tutorsim_data import CURRENT_VERSION, load_tutorsim_data

@@ -12,7 +12,6 @@ so they can be embedded side by side in a larger report page.
 """
 
 from prefduel.pages.play import (
-    click,
     play_data,
     play_page,
     play_widget,
@@ -23,7 +22,6 @@ from prefduel.pages.replay import (
     check_trajectory,
     find_row,
     load_rows,
-    moving_mean,
     replay_data,
     replay_page,
     replay_trajectory,
@@ -32,10 +30,8 @@ from prefduel.pages.replay import (
 
 __all__ = [
     "check_trajectory",
-    "click",
     "find_row",
     "load_rows",
-    "moving_mean",
     "play_data",
     "play_page",
     "play_widget",

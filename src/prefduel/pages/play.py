@@ -38,17 +38,6 @@ from prefduel.policies.base import validate_pair
 from prefduel.worlds.world import World
 
 
-def click(world: World, arrival: int, rnd: int, first: int, second: int) -> int:
-    """The student's click for the pair ``(first, second)``, as the benchmark draws it.
-
-    Returns:
-        1 if ``first`` wins the click, else 0 (the ``outcome`` of `runner.cell.play`).
-    """
-    lo, hi = (first, second) if first < second else (second, first)
-    y = int(world.u[arrival, rnd] < world.P[arrival, rnd, lo, hi])
-    return 1 - y if first > second else y
-
-
 def _running_score(total_r: float, total_rand: float, total_g: float) -> float | None:
     """The score of the rounds so far, ``None`` while it is undefined (random = floor)."""
     try:
@@ -105,7 +94,7 @@ def session_score(world: World, arrival: int, pairs: Sequence[Sequence[int]]) ->
         regret = float(pair_regret(utilities, np.array(i), np.array(j)))
         floor = float(floor_regret(utilities))
         rand = float(random_regret(utilities))
-        y = click(world, arrival, rnd, i, j)
+        y = world.click(arrival, rnd, i, j)
         total_r += regret
         total_g += floor
         total_rand += rand

@@ -32,29 +32,15 @@ from prefduel.pages._html import (
 )
 from prefduel.runner.cell import Trajectory, run_cell, summarize
 from prefduel.runner.store import ResultsStore
+from prefduel.stats.paired import centered_moving_mean
 from prefduel.worlds.world import World
 
 #: Width of the centered moving mean drawn over the per-arrival excess regret.
 WINDOW = 25
 
 
-def moving_mean(values: Any, window: int = WINDOW) -> list[float]:
-    """Centered moving mean; near the ends the window is cut to the available values.
-
-    Args:
-        values: A 1-d sequence of numbers.
-        window: Odd window width (an even width uses ``window // 2`` on each side).
-
-    Returns:
-        ``out[n]`` = mean of ``values[n - h : n + h + 1]`` with ``h = window // 2``.
-    """
-    x = np.asarray(values, dtype=float)
-    half = window // 2
-    csum = np.concatenate([[0.0], np.cumsum(x)])
-    idx = np.arange(len(x))
-    lo = np.maximum(idx - half, 0)
-    hi = np.minimum(idx + half + 1, len(x))
-    return [float(v) for v in (csum[hi] - csum[lo]) / (hi - lo)]
+def _rounded(values: np.ndarray) -> list[float]:
+    return [round(float(x), 6) for x in values]
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -212,9 +198,9 @@ def replay_data(
         "start": arrival,
         "personas": persona_table(world),
         "excess": excess,
-        "ma": [round(x, 6) for x in moving_mean(excess)],
+        "ma": _rounded(centered_moving_mean(np.asarray(excess, dtype=float), WINDOW)),
         "rand": [round(float(x), 6) for x in rand_excess],
-        "rand_ma": [round(x, 6) for x in moving_mean(rand_excess)],
+        "rand_ma": _rounded(centered_moving_mean(np.asarray(rand_excess, dtype=float), WINDOW)),
         "students": students,
         "student": student_of,
         "questions": questions,

@@ -29,9 +29,8 @@ class Trajectory:
 def play(world: World, policy: Any, rng: np.random.Generator, label: str = "policy") -> Trajectory:
     """Drive ``policy`` through every arrival and round of ``world``.
 
-    The click for a shown pair ``(i, j)`` is computed in canonical order,
-    ``y = u < P[min(i, j), max(i, j)]``, then flipped when the policy listed the larger index
-    first, so ``(i, j)`` and ``(j, i)`` receive the same click under common random numbers.
+    Clicks follow the benchmark's one click rule, `World.click` (canonical order, then a
+    flip), so ``(i, j)`` and ``(j, i)`` receive the same click under common random numbers.
 
     Raises:
         PolicyError: naming the policy, world, seed, arrival and round of any protocol violation
@@ -43,7 +42,6 @@ def play(world: World, policy: Any, rng: np.random.Generator, label: str = "poli
     outcome = np.empty((n_arr, n_rounds), dtype=np.int8)
     phi_all = world.Phi.view()
     phi_all.flags.writeable = False  # a policy must not change what later policies see
-    p_all, u_all = world.P, world.u
     where = f"policy {label!r} on world {world.name!r}, seed {world.seed}"
 
     def call(method: str, *args: Any, arrival: int | None = None, rnd: int | None = None):
@@ -71,10 +69,7 @@ def play(world: World, policy: Any, rng: np.random.Generator, label: str = "poli
                 i, j = validate_pair(raw, k)
             except ValueError as exc:
                 raise PolicyError(f"{where}, arrival {n}, round {s}: {exc}") from exc
-            lo, hi = (i, j) if i < j else (j, i)
-            y = int(u_all[n, s] < p_all[n, s, lo, hi])
-            if i > j:
-                y = 1 - y
+            y = world.click(n, s, i, j)
             call("update", y, arrival=n, rnd=s)
             first[n, s], second[n, s], outcome[n, s] = i, j, y
         call("end_student", arrival=n)

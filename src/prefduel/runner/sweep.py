@@ -1,7 +1,7 @@
 """Sweep a grid of worlds x seeds x policies, in parallel, resumably, into a JSONL store.
 
 A *cell* is one ``(world, seed, policy)``; besides the policy cells, every ``(world, seed)`` gets
-its reference rows (floor, random, oracles, ...; see `prefduel.stats.references`).
+its reference rows (floor, random, oracles, ...; see `prefduel.runner.references`).
 Cells already in the results file are skipped, so re-running an interrupted sweep resumes it.
 
 The work is cut into *units*, one per ``(world, seed)`` with its unfinished policies (and its
@@ -30,6 +30,7 @@ from tqdm import tqdm
 from prefduel.core.errors import LockedRosterError, PrefduelError, SpecError
 from prefduel.policies.loading import load_policy, resolve_policy
 from prefduel.runner.cell import run_cell
+from prefduel.runner.references import REFERENCES, reference_rows
 from prefduel.runner.store import ResultsStore
 from prefduel.worlds.roster_file import is_roster_file, roster_file_label
 from prefduel.worlds.rosters import get_roster, get_world, is_world_path
@@ -158,16 +159,15 @@ def plan_units(
     """Units for the cells of the grid that are not in ``store`` yet, in grid order.
 
     A ``(world, seed)`` whose stored reference rows miss any name of
-    `prefduel.stats.references.REFERENCES` gets its references computed again
+    `prefduel.runner.references.REFERENCES` gets its references computed again
     (rows already stored are not written twice).
     """
-    from prefduel.stats.references import REFERENCES as ref_names
 
     units = []
     for world in worlds:
         for seed in seeds:
             todo = tuple(p for p in specs if ("policy", world, seed, p) not in store)
-            refs = any(("reference", world, seed, r) not in store for r in ref_names)
+            refs = any(("reference", world, seed, r) not in store for r in REFERENCES)
             if todo or refs:
                 units.append(Unit(world, seed, todo, refs, allow_test, reference_fn))
     return units
@@ -189,9 +189,7 @@ def _unit_world(unit: Unit) -> World:
 
 
 def _reference_rows(world: World, reference_fn: ReferenceFn | None) -> list[dict[str, Any]]:
-    if reference_fn is None:
-        from prefduel.stats.references import reference_rows as reference_fn
-    return list(reference_fn(world))
+    return list((reference_fn or reference_rows)(world))
 
 
 def run_unit(unit: Unit) -> UnitResult:
@@ -338,7 +336,7 @@ def sweep(
         executor: Any `concurrent.futures.Executor` to run units on (e.g. a Dask
             ``Client.get_executor()``); it is not shut down here.
         reference_fn: Function ``World -> rows`` replacing
-            `prefduel.stats.references.reference_rows` (must be picklable).
+            `prefduel.runner.references.reference_rows` (must be picklable).
 
     Returns:
         All rows of the grid (previously stored and new), in grid order: per world and seed,

@@ -1,1 +1,1 @@
-"""Statistics: reference rows, summary tables."""
+"""Statistics: summary tables, paired gains and learning curves, read from result rows."""

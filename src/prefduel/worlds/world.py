@@ -82,6 +82,21 @@ class World:
         """Feature dimension."""
         return self.Phi.shape[3]
 
+    def click(self, arrival: int, rnd: int, first: int, second: int) -> int:
+        """The click for showing ``(first, second)`` in round ``rnd`` of ``arrival``.
+
+        The one click rule of the benchmark (common random numbers): the click is drawn in
+        canonical order, ``y = u < P[min(i, j), max(i, j)]``, then flipped when the larger index
+        was listed first, so ``(i, j)`` and ``(j, i)`` get the same click, and two policies that
+        show the same pair get the same click.
+
+        Returns:
+            1 if ``first`` wins the click, else 0.
+        """
+        lo, hi = (first, second) if first < second else (second, first)
+        y = int(self.u[arrival, rnd] < self.P[arrival, rnd, lo, hi])
+        return 1 - y if first > second else y
+
     @property
     def name(self) -> str:
         """Its ``roster`` field: a roster label, or the name a stored world was saved with."""

@@ -9,7 +9,7 @@ import pytest
 
 from prefduel.core.regret import score
 from prefduel.runner.cell import run_cell
-from prefduel.stats.references import (
+from prefduel.runner.references import (
     REFERENCES,
     linear_oracle_theta,
     pair_totals,
