@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from prefduel import __version__
 from prefduel.core.rng import stream
 from prefduel.runner.references import REFERENCES
+from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.runner.store import ResultsStore
 from prefduel.stats.table import summarize_rows
 from prefduel.worlds.rosters import ROSTERS, get_students, get_world
@@ -62,22 +62,8 @@ def _row(
     kind: str, world: str, seed: int, policy: str, excess: np.ndarray, g: float, r_rand: float
 ) -> dict[str, Any]:
     """A result row with every field of ``run_cell`` from an ``(N, S)`` excess matrix."""
-    total = float(excess.sum())
-    return {
-        "kind": kind,
-        "world": world,
-        "seed": seed,
-        "policy": policy,
-        "R": g + total,
-        "G": g,
-        "R_rand": r_rand,
-        "excess": total,
-        "score": 100.0 * (r_rand - g - total) / (r_rand - g),
-        "excess_per_arrival": [round(float(x), 10) for x in excess.sum(axis=1)],
-        "excess_per_round": [round(float(x), 10) for x in excess.mean(axis=0)],
-        "wall_time": 1.0,
-        "version": __version__,
-    }
+    fields = score_fields(g + float(excess.sum()), g, r_rand, excess)
+    return ResultRow.build(kind, world, seed, policy, fields, 1.0).to_json()
 
 
 def synthesize(path: Path, seeds: int) -> int:

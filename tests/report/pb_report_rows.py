@@ -5,6 +5,7 @@ Importable as ``pb_report_rows`` (pytest puts this folder on ``sys.path``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ import numpy as np
 from pb_toys import make_world
 from prefduel import __version__
 from prefduel.core.rng import stream
+from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.runner.sweep import sweep
 from prefduel.worlds.rosters import get_students
 
@@ -61,24 +63,9 @@ def synthetic_rows(
         r_rand = g + float(0.3 * shared.sum())
         for policy, level in policies.items():
             excess = level * shared * rng.gamma(8.0, 1 / 8.0, size=(n, s))
-            total = float(excess.sum())
-            rows.append(
-                {
-                    "kind": "policy",
-                    "world": world,
-                    "seed": int(seed),
-                    "policy": policy,
-                    "R": g + total,
-                    "G": g,
-                    "R_rand": r_rand,
-                    "excess": total,
-                    "score": 100.0 * (r_rand - g - total) / (r_rand - g),
-                    "excess_per_arrival": [round(float(x), 10) for x in excess.sum(axis=1)],
-                    "excess_per_round": [round(float(x), 10) for x in excess.mean(axis=0)],
-                    "wall_time": 0.1,
-                    "version": version,
-                }
-            )
+            fields = score_fields(g + float(excess.sum()), g, r_rand, excess)
+            row = ResultRow.build("policy", world, seed, policy, fields, 0.1)
+            rows.append(dataclasses.replace(row, version=version).to_json())
     return rows
 
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from prefduel.core.errors import PrefduelError, SpecError
-from prefduel.report.data import ReportInput, row_version
+from prefduel.report.data import ReportInput
+from prefduel.runner.rows import row_version
 from prefduel.stats.paired import (
     learning_curve,
     paired_gains,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -32,19 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.core.registry import parse_spec, split_specs
+from prefduel.runner.rows import curve_problem, number_problem, row_version
 from prefduel.runner.store import ResultsFileWarning, ResultsStore
 from prefduel.runner.sweep import world_label
 
-#: Numbers every row needs (the leaderboard and the paired gains are computed from them).
-NUMBER_FIELDS = ("score", "excess")
-#: Curves a row needs for the learning curves and the per-profile breakdown.
-CURVE_FIELDS = ("excess_per_arrival", "excess_per_round")
-#: Version shown for rows that do not record one.
-UNKNOWN_VERSION = "unknown"
 #: At most this many offending lines are quoted in a message.
 MAX_QUOTED = 5
 
@@ -88,47 +80,12 @@ class ReportInput:
         return [r for r in self.rows if id(r) in self.curve_ok]
 
 
-def row_version(row: dict[str, Any]) -> str:
-    """The package version a row was written by (`UNKNOWN_VERSION` if not recorded)."""
-    version = row.get("version")
-    return str(version) if version not in (None, "") else UNKNOWN_VERSION
-
-
 def canonical_policy(spec: str) -> str:
     """The name rows carry for a policy spec (canonical when it parses, else as written)."""
     try:
         return str(parse_spec(spec))
     except SpecError:
         return spec.strip()
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _number_problem(row: dict[str, Any]) -> str | None:
-    for name in NUMBER_FIELDS:
-        if name not in row:
-            return f"no field {name!r}"
-        if not _is_number(row[name]):
-            return f"field {name!r} is {row[name]!r}, not a finite number"
-    return None
-
-
-def _curve_problem(row: dict[str, Any]) -> str | None:
-    for name in CURVE_FIELDS:
-        value = row.get(name)
-        if value is None:
-            return f"no field {name!r}"
-        if not isinstance(value, list) or not value:
-            return f"field {name!r} is not a non-empty list"
-        try:
-            arr = np.array(value, dtype=float)  # None -> nan; text or nested lists -> error
-        except (TypeError, ValueError):
-            arr = None
-        if arr is None or arr.ndim != 1 or not np.isfinite(arr).all():
-            return f"field {name!r} holds values that are not finite numbers"
-    return None
 
 
 def _describe(row: dict[str, Any]) -> str:
@@ -282,7 +239,7 @@ def _check_curves(data: ReportInput) -> None:
     shapes: dict[str, Counter] = defaultdict(Counter)
     candidates = []
     for row in data.rows:
-        problem = _curve_problem(row)
+        problem = curve_problem(row)
         if problem:
             problems.append((row, problem))
             continue
@@ -339,7 +296,7 @@ def load_input(
     path = Path(path)
     rows, notes = read_rows(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    bad = [(row, p) for row in rows if (p := _number_problem(row))]
+    bad = [(row, p) for row in rows if (p := number_problem(row))]
     if bad:
         raise ResultsFileError(
             f"results file {path}: {len(bad)} row(s) lack a usable score or excess, so the "

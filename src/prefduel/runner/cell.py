@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from prefduel import __version__
 from prefduel.core.errors import PolicyError
-from prefduel.core.regret import floor_regret, pair_regret, random_regret, score
+from prefduel.core.regret import floor_regret, pair_regret, random_regret
 from prefduel.core.rng import stream
 from prefduel.policies.base import policy_context, validate_pair
 from prefduel.policies.loading import load_policy, resolve_policy
+from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.worlds.world import World
 
 
@@ -81,17 +81,7 @@ def summarize(world: World, first: np.ndarray, second: np.ndarray) -> dict[str, 
     regret = pair_regret(world.U, first, second)
     floor = floor_regret(world.U)
     rand = random_regret(world.U)
-    total_r, total_g, total_rand = float(regret.sum()), float(floor.sum()), float(rand.sum())
-    excess = regret - floor
-    return {
-        "R": total_r,
-        "G": total_g,
-        "R_rand": total_rand,
-        "excess": total_r - total_g,
-        "score": score(total_r, total_rand, total_g),
-        "excess_per_arrival": [round(float(x), 10) for x in excess.sum(axis=1)],
-        "excess_per_round": [round(float(x), 10) for x in excess.mean(axis=0)],
-    }
+    return score_fields(float(regret.sum()), float(floor.sum()), float(rand.sum()), regret - floor)
 
 
 def policy_rng(seed: int, canonical: str) -> np.random.Generator:
@@ -117,15 +107,8 @@ def run_cell(world: World, spec: str, *, keep_trajectory: bool = False) -> dict[
     start = time.perf_counter()
     traj = play(world, policy, policy_rng(world.seed, canonical), label=canonical)
     wall = time.perf_counter() - start
-    row: dict[str, Any] = {
-        "kind": "policy",
-        "world": world.name,
-        "seed": int(world.seed),
-        "policy": canonical,
-        **summarize(world, traj.first, traj.second),
-        "wall_time": round(wall, 4),
-        "version": __version__,
-    }
+    fields = summarize(world, traj.first, traj.second)
+    row = ResultRow.build("policy", world.name, world.seed, canonical, fields, wall).to_json()
     if keep_trajectory:
         row["trajectory"] = traj
     return row

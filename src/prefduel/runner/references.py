@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from prefduel import __version__
 from prefduel.core.btl import pairs_of
 from prefduel.core.regret import floor_regret, random_regret
 from prefduel.runner.cell import summarize
+from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.worlds.world import World
 
 REFERENCES = (
@@ -97,39 +97,16 @@ def reference_pairs(world: World) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def reference_rows(world: World) -> list[dict[str, Any]]:
     """All reference rows of ``world`` (see the module docstring)."""
     rows = []
-    base = {"kind": "reference", "world": world.name, "seed": int(world.seed)}
     floor = floor_regret(world.U)
     rand = random_regret(world.U)
     total_g, total_rand = float(floor.sum()), float(rand.sum())
-    excess_rand = rand - floor
-    fixed = {
-        "ref:floor": (total_g, np.zeros_like(floor)),
-        "ref:random": (total_rand, excess_rand),
+    fields = {
+        "ref:floor": score_fields(total_g, total_g, total_rand, np.zeros_like(floor)),
+        "ref:random": score_fields(total_rand, total_g, total_rand, rand - floor),
     }
-    for name, (total, excess) in fixed.items():
-        rows.append(
-            {
-                **base,
-                "policy": name,
-                "R": total,
-                "G": total_g,
-                "R_rand": total_rand,
-                "excess": total - total_g,
-                "score": 100.0 if name == "ref:floor" else 0.0,
-                "excess_per_arrival": [round(float(x), 10) for x in excess.sum(axis=1)],
-                "excess_per_round": [round(float(x), 10) for x in excess.mean(axis=0)],
-                "wall_time": 0.0,
-                "version": __version__,
-            }
-        )
     for name, (first, second) in reference_pairs(world).items():
-        rows.append(
-            {
-                **base,
-                "policy": name,
-                **summarize(world, first, second),
-                "wall_time": 0.0,
-                "version": __version__,
-            }
-        )
+        fields[name] = summarize(world, first, second)
+    for name, values in fields.items():
+        row = ResultRow.build("reference", world.name, world.seed, name, values, 0.0)
+        rows.append(row.to_json())
     return rows

@@ -21,34 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from prefduel.core.errors import ResultsFileError
-
-#: Fields that identify a row.
-KEY_FIELDS = ("kind", "world", "seed", "policy")
-
-RowKey = tuple[str, str, int, str]
+from prefduel.runner.rows import RowKey, row_key
 
 
 class ResultsFileWarning(UserWarning):
     """A results file had an incomplete last line (from a crash) that was dropped."""
-
-
-def row_key(row: dict[str, Any], where: str = "row") -> RowKey:
-    """The key ``(kind, world, seed, policy)`` of a result row.
-
-    Raises:
-        ResultsFileError: if a key field is missing or has the wrong type.
-    """
-    if not isinstance(row, dict):
-        raise ResultsFileError(f"{where}: expected a JSON object, got {type(row).__name__}")
-    missing = [f for f in KEY_FIELDS if f not in row]
-    if missing:
-        raise ResultsFileError(f"{where}: missing field(s) {', '.join(missing)}")
-    kind, world, seed, policy = (row[f] for f in KEY_FIELDS)
-    if not all(isinstance(v, str) for v in (kind, world, policy)):
-        raise ResultsFileError(f"{where}: kind, world and policy must be strings")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ResultsFileError(f"{where}: seed must be an integer, got {seed!r}")
-    return kind, world, seed, policy
 
 
 class ResultsStore:
