@@ -12,7 +12,6 @@ Both pages are single offline HTML files (no network; CSS, JavaScript and data i
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +22,7 @@ from prefduel.pages._html import check_arrival
 from prefduel.pages.play import play_page
 from prefduel.pages.replay import find_row, load_rows, replay_page, replay_trajectory
 from prefduel.policies.loading import canonical_spec
-from prefduel.runner.sweep import world_label
-from prefduel.worlds.rosters import get_world
+from prefduel.runner.sweep import labelled_world, world_label
 from prefduel.worlds.world import World
 
 
@@ -92,11 +90,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
 
 def _world(name: str, seed: int, allow_test: bool) -> World:
     """The world as the sweep builds it: labelled like result rows, with the requested seed."""
-    label = world_label(name)
-    world = get_world(label, seed, allow_test=allow_test)
-    if world.roster != label or world.seed != seed:
-        world = dataclasses.replace(world, roster=label, seed=seed)
-    return world
+    return labelled_world(name, seed, allow_test=allow_test)
 
 
 def _write(path: str, text: str) -> None:

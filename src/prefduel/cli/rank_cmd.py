@@ -14,7 +14,6 @@ matplotlib (``prefduel[report]``).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 import sys
 from collections.abc import Callable
@@ -200,14 +199,11 @@ def _load_run(args: argparse.Namespace, out_dir: Path, out: Any) -> tuple[Any, i
     from prefduel.pages.replay import find_row, load_rows, replay_trajectory
     from prefduel.policies.loading import canonical_spec
     from prefduel.ranking import trajectory_battles, write_battles
-    from prefduel.runner.sweep import world_label
-    from prefduel.worlds.rosters import get_world
+    from prefduel.runner.sweep import labelled_world, world_label
 
     rows = load_rows(args.from_run)
     label = world_label(args.world)
-    world = get_world(label, args.seed, allow_test=args.allow_test)
-    if world.roster != label or world.seed != args.seed:
-        world = dataclasses.replace(world, roster=label, seed=args.seed)
+    world = labelled_world(label, args.seed, allow_test=args.allow_test)
     policy = canonical_spec(args.policy)
     row = find_row(rows, label, args.seed, policy)
     print(

@@ -176,16 +176,22 @@ def plan_units(
 # -- running ---------------------------------------------------------------------------------
 
 
-def _unit_world(unit: Unit) -> World:
-    """The world of a unit, labelled with the unit's name and seed.
+def labelled_world(name: str, seed: int, *, allow_test: bool = False) -> World:
+    """The world of ``name`` and ``seed`` as the sweep runs it: named by its result-row label.
 
-    A stored world has fixed arrays; its seed in the rows (and so the policies' random streams)
-    is the requested one.
+    A roster's world already carries its label; a stored world (each seed a replicate) gets
+    its normalized path, so that the rows, the pages and the rankings name it alike.
     """
-    world = get_world(unit.world, unit.seed, allow_test=unit.allow_test)
-    if world.roster != unit.world or world.seed != unit.seed:
-        world = dataclasses.replace(world, roster=unit.world, seed=unit.seed)
+    label = world_label(name)
+    world = get_world(label, seed, allow_test=allow_test)
+    if world.roster != label:
+        world = dataclasses.replace(world, roster=label)
     return world
+
+
+def _unit_world(unit: Unit) -> World:
+    """The world of a unit, labelled with the unit's name (`labelled_world`)."""
+    return labelled_world(unit.world, unit.seed, allow_test=unit.allow_test)
 
 
 def _reference_rows(world: World, reference_fn: ReferenceFn | None) -> list[dict[str, Any]]:
