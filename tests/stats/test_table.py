@@ -133,3 +133,13 @@ def test_empty_and_unknown_format():
     assert format_table([], "text") == ""
     with pytest.raises(ValueError, match="unknown table format 'html'"):
         format_table([], "html")
+
+
+def test_stats_report_is_the_library_behind_the_command():
+    from prefduel.stats.sections import StatsOptions, stats_report
+
+    assert stats_report(ROWS, StatsOptions(worlds="nowhere")) is None
+    doc = json.loads(stats_report(ROWS, StatsOptions(fmt="json", competitor="none")))
+    assert set(doc) == {"summary"}
+    text = stats_report(ROWS, StatsOptions())
+    assert text == format_table(summarize_rows(ROWS), "text")  # no random rows: no gains

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import warnings
@@ -39,18 +38,13 @@ from prefduel.cli import (
 )
 from prefduel.cli.argtypes import positive_int
 from prefduel.core.errors import PrefduelError, ResultsFileError, SpecError
-from prefduel.core.registry import parse_spec, split_specs
+from prefduel.core.registry import split_specs
 from prefduel.runner.distributed import dask_executor
 from prefduel.runner.store import ResultsStore
-from prefduel.runner.sweep import sweep, world_label
-from prefduel.stats.paired import (
-    learning_curve,
-    paired_gains,
-    profile_breakdown,
-    round_curve,
-)
+from prefduel.runner.sweep import sweep
+from prefduel.stats.sections import StatsOptions, parse_names, stats_report
 from prefduel.stats.table import FORMATS, format_table, summarize_rows
-from prefduel.worlds.rosters import ROSTERS, get_roster, get_world
+from prefduel.worlds.rosters import ROSTERS, get_roster
 
 PROG = "prefduel"
 DEFAULT_POLICIES = "random,notransfer,pooled,coduel"
@@ -87,11 +81,6 @@ def parse_seeds(text: str) -> list[int]:
     if not seeds:
         raise SpecError(f"seeds: no seeds in {text!r}")
     return list(dict.fromkeys(seeds))
-
-
-def parse_names(text: str) -> list[str]:
-    """Split a comma list of world names, dropping empty pieces."""
-    return [p.strip() for p in text.split(",") if p.strip()]
 
 
 def default_jobs() -> int:
@@ -305,255 +294,26 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _policy_names(text: str) -> set[str]:
-    """Names a ``--policies`` filter matches: as given, and canonical when it parses as a spec."""
-    names = set()
-    for spec in split_specs(text):
-        names.add(spec)
-        try:
-            names.add(str(parse_spec(spec)))
-        except SpecError:
-            pass
-    return names
-
-
-def filter_rows(
-    rows: list[dict[str, Any]], worlds: str | None, policies: str | None
-) -> list[dict[str, Any]]:
-    """Keep the rows of the listed worlds and policies (references stay unless ``ref:`` names
-    are listed)."""
-    if worlds:
-        keep_worlds = {world_label(w) for w in parse_names(worlds)}
-        rows = [r for r in rows if r.get("world") in keep_worlds]
-    if policies:
-        names = _policy_names(policies)
-        refs_listed = any(n.startswith("ref:") for n in names)
-        rows = [
-            r
-            for r in rows
-            if r.get("policy") in names or (r.get("kind") == "reference" and not refs_listed)
-        ]
-    return rows
-
-
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
-    """Summarize a results file: the table, paired gains vs the competitor, and on request
-    curves and the per-profile breakdown. ``--format json`` writes one object with a key per
-    section (``summary``, ``paired_gains``, ``curves``, ``by_profile``)."""
+    """Summarize a results file (`prefduel.stats.sections.stats_report`)."""
     if not os.path.isfile(args.results):
         raise ResultsFileError(f"results file {args.results} does not exist")
-    all_rows = ResultsStore(args.results, repair=False).rows()
-    rows = filter_rows(all_rows, args.worlds, args.policies)
-    if not rows:
+    options = StatsOptions(
+        worlds=args.worlds,
+        policies=args.policies,
+        competitor=args.competitor,
+        curves=args.curves,
+        window=args.window,
+        by_profile=args.by_profile,
+        allow_test=args.allow_test,
+        fmt=args.format,
+    )
+    text = stats_report(ResultsStore(args.results, repair=False).rows(), options)
+    if text is None:
         print(f"{PROG}: no rows in {args.results} match the filters", file=sys.stderr)
         return 1
-    summary = summarize_rows(rows)
-    gains = _stats_gains(all_rows, args)
-    policy_rows = [r for r in rows if r.get("kind") == "policy"]
-    if args.format == "json":
-        doc: dict[str, Any] = {"summary": json.loads(format_table(summary, "json"))}
-        if gains is not None:
-            doc["paired_gains"] = gains
-        if args.curves:
-            doc["curves"] = _curves(policy_rows, args.window)
-        if args.by_profile:
-            doc["by_profile"] = _profile_entries(rows, args)
-        out.write(json.dumps(doc, indent=2) + "\n")
-        return 0
-    out.write(format_table(summary, args.format))
-    if gains:
-        out.write(format_gains(gains, args.format))
-    if args.curves:
-        out.write(format_curves(policy_rows, args))
-    if args.by_profile:
-        out.write(_profile_tables(_profile_entries(rows, args), args.format))
+    out.write(text)
     return 0
-
-
-def _stats_gains(
-    all_rows: list[dict[str, Any]], args: argparse.Namespace
-) -> list[dict[str, Any]] | None:
-    """Paired gains vs ``--competitor`` (default ``random`` when the file has it; ``none``:
-    no gains) among ``all_rows`` of ``--worlds``, listed for ``--policies``; None when not
-    printed. The competitor is looked up among all policies, whatever ``--policies`` says."""
-    competitor = "random" if args.competitor is None else args.competitor
-    if competitor == "none":
-        return None
-    pool = [r for r in filter_rows(all_rows, args.worlds, None) if r.get("kind") == "policy"]
-    if args.competitor is None and not any(r["policy"] == competitor for r in pool):
-        return None
-    try:
-        gains = paired_gains(pool, competitor)
-    except ValueError as exc:
-        raise SpecError(f"--competitor: {exc}") from None
-    if args.policies:
-        names = _policy_names(args.policies)
-        gains = [g for g in gains if g["policy"] in names]
-    return gains
-
-
-def _curves(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]]:
-    """Learning and per-round curves of every world and policy in ``rows``, in long form."""
-    entries = []
-    for world, policy in dict.fromkeys((r["world"], r["policy"]) for r in rows):
-        cell = [r for r in rows if r["world"] == world and r["policy"] == policy]
-        arrival = learning_curve(cell, world, policy, window=window)
-        per_round = round_curve(cell)
-        for kind, curve, xs in (
-            ("arrival", arrival, arrival["arrival"]),
-            ("round", per_round, per_round["round"]),
-        ):
-            entries += [
-                {
-                    "world": world,
-                    "policy": policy,
-                    "curve": kind,
-                    "x": int(x),
-                    "mean": float(curve["mean"][i]),
-                    "lo": float(curve["lo"][i]),
-                    "hi": float(curve["hi"][i]),
-                    "seeds": int(curve["n"]),
-                }
-                for i, x in enumerate(xs)
-            ]
-    return entries
-
-
-def format_curves(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
-    """Learning curves (per arrival) and per-round curves as text, Markdown or CSV."""
-    entries = _curves(rows, args.window)
-    fields = ("world", "policy", "curve", "x", "mean", "lo", "hi", "seeds")
-    if args.format == "csv":
-        lines = [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
-        return "\n".join(lines) + "\n"
-    parts = []
-    for world in dict.fromkeys(e["world"] for e in entries):
-        mine = [e for e in entries if e["world"] == world]
-        n_arrivals = max(e["x"] for e in mine if e["curve"] == "arrival") + 1
-        checkpoints = sorted({*range(0, n_arrivals, 50), n_arrivals - 1})
-        n_rounds = max(e["x"] for e in mine if e["curve"] == "round")
-        rounds = sorted({1, *range(4, n_rounds + 1, 4)})
-        for kind, xs, title in (
-            (
-                "arrival",
-                checkpoints,
-                f"{world}: excess regret per arrival (centered {args.window}-arrival mean, "
-                "mean over seeds"
-                + ("; [95% band]" if args.format == "md" else "; md/csv/json add 95% bands")
-                + ")",
-            ),
-            ("round", rounds, f"{world}: mean excess regret per round (over arrivals and seeds)"),
-        ):
-            by_policy: dict[str, dict[int, dict[str, Any]]] = {}
-            for e in mine:
-                if e["curve"] == kind and e["x"] in xs:
-                    by_policy.setdefault(e["policy"], {})[e["x"]] = e
-            label = "arrival" if kind == "arrival" else "round"
-            if args.format == "md":
-                lines = ["", f"**{title}**", ""]
-                lines.append("| policy | " + " | ".join(f"{label} {x}" for x in xs) + " |")
-                lines.append("|---|" + "---:|" * len(xs))
-                for policy, points in by_policy.items():
-                    cells = [
-                        f"{p['mean']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]"
-                        for p in (points[x] for x in xs)
-                    ]
-                    lines.append(f"| {policy} | " + " | ".join(cells) + " |")
-            else:
-                width = max(len(p) for p in by_policy)
-                lines = ["", title]
-                lines.append(" " * (width + 2) + "".join(f"{x:>8d}" for x in xs))
-                for policy, points in by_policy.items():
-                    values = "".join(f"{points[x]['mean']:8.3f}" for x in xs)
-                    lines.append(f"  {policy:{width}s}{values}")
-            parts.append("\n".join(lines))
-    return "\n".join(parts) + "\n"
-
-
-def _profile_entries(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Per-profile breakdown of the ``--by-profile`` policy on every world in ``rows``."""
-    try:
-        policy = str(parse_spec(args.by_profile))
-    except SpecError:
-        policy = args.by_profile  # a file or module policy keeps its spec as written
-    entries: list[dict[str, Any]] = []
-    for world_name in dict.fromkeys(r["world"] for r in rows):
-        world_rows = [r for r in rows if r["world"] == world_name and r["policy"] == policy]
-        if not world_rows:
-            continue
-        table = profile_breakdown(
-            world_rows,
-            lambda seed, w=world_name: get_world(w, seed, allow_test=args.allow_test),
-            policy,
-        )
-        entries += [{"world": world_name, "policy": policy, **e} for e in table]
-    if not entries:
-        raise SpecError(f"--by-profile: no rows for policy {policy!r}")
-    return entries
-
-
-def _profile_tables(entries: list[dict[str, Any]], fmt: str) -> str:
-    """The per-profile breakdown as CSV, or text/Markdown lines per world."""
-    if fmt == "csv":
-        fields = ("world", "policy", "profile", "arrivals", "excess_mean", "excess_se")
-        lines = [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
-        return "\n".join(lines) + "\n"
-    parts = []
-    for world_name in dict.fromkeys(e["world"] for e in entries):
-        mine = [e for e in entries if e["world"] == world_name]
-        lines = [
-            f"\n{mine[0]['policy']} on {world_name}: excess regret per arrival by hidden "
-            "profile (worst served first)"
-        ]
-        lines += [
-            f"  {e['profile']:40s} {e['arrivals']:6d} arrivals  "
-            f"{e['excess_mean']:6.3f} ± {e['excess_se']:.3f}"
-            for e in mine
-        ]
-        parts.append("\n".join(lines))
-    return "\n".join(parts) + "\n"
-
-
-def format_gains(gains: list[dict[str, Any]], fmt: str) -> str:
-    """Paired relative changes in excess regret as text, Markdown or CSV."""
-    fields = (
-        "world",
-        "policy",
-        "competitor",
-        "n",
-        "change_mean",
-        "t_lo",
-        "t_hi",
-        "boot_lo",
-        "boot_hi",
-    )
-    if fmt == "csv":
-        lines = [",".join(fields)]
-        lines += [",".join(str(g[f]) for f in fields) for g in gains]
-        return "\n".join(lines) + "\n"
-    title = f"paired change in excess regret vs {gains[0]['competitor']}" if gains else ""
-    if fmt == "md":
-        lines = [
-            "",
-            f"**{title}**",
-            "",
-            "| world | policy | seeds | change | 95% t | 95% bootstrap |",
-            "|---|---|---:|---:|---:|---:|",
-        ]
-        lines += [
-            f"| {g['world']} | {g['policy']} | {g['n']} | {g['change_mean']:+.1f}% | "
-            f"[{g['t_lo']:+.1f}, {g['t_hi']:+.1f}] | [{g['boot_lo']:+.1f}, {g['boot_hi']:+.1f}] |"
-            for g in gains
-        ]
-        return "\n".join(lines) + "\n"
-    lines = ["", title]
-    lines += [
-        f"{g['world']:22s} {g['policy']:30s} n={g['n']:<3d} {g['change_mean']:+7.1f}%  "
-        f"t [{g['t_lo']:+.1f}, {g['t_hi']:+.1f}]  bootstrap [{g['boot_lo']:+.1f}, "
-        f"{g['boot_hi']:+.1f}]"
-        for g in gains
-    ]
-    return "\n".join(lines) + "\n"
 
 
 COMMANDS = {
