@@ -141,5 +141,7 @@ def test_stats_report_is_the_library_behind_the_command():
     assert stats_report(ROWS, StatsOptions(worlds="nowhere")) is None
     doc = json.loads(stats_report(ROWS, StatsOptions(fmt="json", competitor="none")))
     assert set(doc) == {"summary"}
-    text = stats_report(ROWS, StatsOptions())
-    assert text == format_table(summarize_rows(ROWS), "text")  # no random rows: no gains
+    table = format_table(summarize_rows(ROWS), "text")
+    assert stats_report(ROWS, StatsOptions(competitor="none")) == table
+    with_gains = stats_report(ROWS, StatsOptions())  # default competitor: random, when present
+    assert with_gains.startswith(table) and "paired change in excess regret vs random" in with_gains
