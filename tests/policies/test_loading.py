@@ -165,3 +165,17 @@ def test_bad_setting_for_a_file_policy(user_file):
         load_policy(f"{user_file}:MyPolicy:beta=2")
     assert f"{user_file}:MyPolicy:beta=2" in str(info.value)
     assert "beta" in str(info.value)
+
+
+def test_a_resolved_spec_builds_fresh_policies_and_pickles_by_name(user_file):
+    import pickle
+
+    from prefduel.policies import PolicySpec, resolve_spec
+
+    spec = resolve_spec(f" {user_file}:MyPolicy:alpha=2 ")
+    assert isinstance(spec, PolicySpec) and resolve_spec(spec) is spec
+    first, second = spec.build(), spec.build()
+    assert first is not second and first.alpha == second.alpha == 2
+    again = pickle.loads(pickle.dumps(spec))  # re-resolved where it is unpickled
+    assert again == spec and again.build().alpha == 2
+    assert resolve_spec("notransfer:rule=ts").canonical == canonical_spec("notransfer:rule=ts")

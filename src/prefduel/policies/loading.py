@@ -16,10 +16,11 @@ import importlib.util
 import os
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefduel.core.errors import SpecError, UnknownIdError
+from prefduel.core.errors import SpecError
 from prefduel.core.registry import Registry, Spec, parse_settings, parse_spec
 
 #: Registry of built-in policies.
@@ -28,7 +29,7 @@ POLICIES: Registry[Any] = Registry("policy", "policies")
 _CLASS_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _split_external(text: str) -> tuple[str, str, dict[str, Any]] | None:
+def split_external(text: str) -> tuple[str, str, dict[str, Any]] | None:
     """``file.py:Class[:settings]`` or ``module:Class[:settings]`` -> (target, class, settings)."""
     parts = text.split(":", 2)
     if len(parts) < 2 or not _CLASS_RE.match(parts[1].strip()) or "=" in parts[1]:
@@ -72,7 +73,7 @@ def resolve_policy(text: str) -> tuple[Any, dict[str, Any], str]:
     text = text.strip()
     if not text:
         raise SpecError("empty policy spec")
-    external = _split_external(text)
+    external = split_external(text)
     if external is not None:
         target, cls_name, settings = external
         if target.endswith(".py") or "/" in target or "\\" in target:
@@ -100,9 +101,59 @@ def resolve_policy(text: str) -> tuple[Any, dict[str, Any], str]:
     return POLICIES.get(parsed.id), parsed.settings, str(parsed)
 
 
+@dataclass(frozen=True)
+class PolicySpec:
+    """A policy spec resolved once: its canonical name and how to build it.
+
+    Pickles as its canonical spec and is resolved again where it is unpickled (a worker
+    process), since a class from a user file cannot travel by itself.
+
+    Attributes:
+        canonical: The canonical spec (settings sorted): the policy's name in result rows.
+        factory: The class (or callable) that builds the policy.
+        settings: Keyword settings passed to ``factory``.
+    """
+
+    canonical: str
+    factory: Any = field(compare=False, repr=False)
+    settings: dict[str, Any] = field(compare=False, default_factory=dict)
+
+    def build(self) -> Any:
+        """A new policy instance.
+
+        Raises:
+            SpecError: the constructor rejects the settings, or the object has no ``select``.
+        """
+        try:
+            policy = self.factory(**self.settings)
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"cannot build policy {self.canonical!r}: {exc}") from exc
+        if not callable(getattr(policy, "select", None)):
+            raise SpecError(
+                f"policy {self.canonical!r}: {type(policy).__name__} has no select() method"
+            )
+        return policy
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return resolve_spec, (self.canonical,)
+
+
+def resolve_spec(spec: str | PolicySpec) -> PolicySpec:
+    """Resolve a spec string (see the module docstring for the forms) once.
+
+    Raises:
+        SpecError: malformed spec, missing file or class, or a failing import.
+        UnknownIdError: unknown registered id (the message lists the known ones).
+    """
+    if isinstance(spec, PolicySpec):
+        return spec
+    factory, settings, canonical = resolve_policy(spec)
+    return PolicySpec(canonical, factory, settings)
+
+
 def canonical_spec(text: str) -> str:
     """The canonical form of a policy spec (settings sorted), used as its key in results."""
-    return resolve_policy(text)[2]
+    return resolve_spec(text).canonical
 
 
 def load_policy(text: str) -> Any:
@@ -111,16 +162,4 @@ def load_policy(text: str) -> Any:
     Raises:
         SpecError, UnknownIdError: with the culprit named.
     """
-    factory, settings, canonical = resolve_policy(text)
-    try:
-        policy = factory(**settings)
-    except TypeError as exc:
-        raise SpecError(f"cannot build policy {canonical!r}: {exc}") from exc
-    except ValueError as exc:
-        raise SpecError(f"cannot build policy {canonical!r}: {exc}") from exc
-    if not callable(getattr(policy, "select", None)):
-        raise SpecError(f"policy {canonical!r}: {type(policy).__name__} has no select() method")
-    return policy
-
-
-__all__ = ["POLICIES", "UnknownIdError", "canonical_spec", "load_policy", "resolve_policy"]
+    return resolve_spec(text).build()

@@ -12,7 +12,7 @@ from prefduel.core.errors import PolicyError
 from prefduel.core.regret import floor_regret, pair_regret, random_regret
 from prefduel.core.rng import stream
 from prefduel.policies.base import policy_context, validate_pair
-from prefduel.policies.loading import load_policy, resolve_policy
+from prefduel.policies.loading import PolicySpec, resolve_spec
 from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.worlds.world import World
 
@@ -89,12 +89,15 @@ def policy_rng(seed: int, canonical: str) -> np.random.Generator:
     return stream(seed, "policy", canonical)
 
 
-def run_cell(world: World, spec: str, *, keep_trajectory: bool = False) -> dict[str, Any]:
+def run_cell(
+    world: World, spec: str | PolicySpec, *, keep_trajectory: bool = False
+) -> dict[str, Any]:
     """Run the policy named by ``spec`` on ``world`` and return its result row.
 
     Args:
         world: The world (its ``seed`` is the cell's seed).
-        spec: A policy spec (registered id with settings, ``file.py:Class`` or ``module:Class``).
+        spec: A policy spec (registered id with settings, ``file.py:Class`` or
+            ``module:Class``), or one already resolved (`PolicySpec`).
         keep_trajectory: Also return the shown pairs and clicks under ``"trajectory"``.
 
     Returns:
@@ -102,8 +105,8 @@ def run_cell(world: World, spec: str, *, keep_trajectory: bool = False) -> dict[
         excess, score, excess_per_arrival (N), excess_per_round (S, mean over arrivals),
         wall_time, version.
     """
-    canonical = resolve_policy(spec)[2]
-    policy = load_policy(spec)
+    resolved = resolve_spec(spec)
+    canonical, policy = resolved.canonical, resolved.build()
     start = time.perf_counter()
     traj = play(world, policy, policy_rng(world.seed, canonical), label=canonical)
     wall = time.perf_counter() - start

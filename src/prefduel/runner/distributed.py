@@ -31,7 +31,7 @@ from typing import Any
 
 from prefduel import __version__
 from prefduel.core.errors import PrefduelError, SpecError
-from prefduel.policies.loading import _split_external
+from prefduel.policies.loading import split_external
 from prefduel.runner.sweep import Unit, world_label
 from prefduel.worlds.roster_file import is_roster_file
 from prefduel.worlds.rosters import is_world_path
@@ -244,7 +244,7 @@ def worker_needs(worlds: Sequence[str], policies: Sequence[str]) -> tuple[list[s
             paths.append(label)
     for spec in policies:
         try:
-            external = _split_external(spec.strip())
+            external = split_external(spec.strip())
         except SpecError:
             continue  # malformed: sweep reports it
         if external is None:

@@ -28,7 +28,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from prefduel.core.errors import LockedRosterError, PrefduelError, SpecError
-from prefduel.policies.loading import load_policy, resolve_policy
+from prefduel.policies.loading import resolve_spec
 from prefduel.runner.cell import run_cell
 from prefduel.runner.references import REFERENCES, reference_rows
 from prefduel.runner.store import ResultsStore
@@ -109,9 +109,9 @@ def _check_world(name: str, allow_test: bool) -> str:
 
 def _check_policy(spec: str) -> str:
     """Resolve and build a policy spec once (so bad ids/settings/files fail now); canonical."""
-    canonical = resolve_policy(spec)[2]
-    load_policy(spec)
-    return canonical
+    resolved = resolve_spec(spec)
+    resolved.build()
+    return resolved.canonical
 
 
 def _check_seed(seed: Any) -> int:
