@@ -4,4 +4,4 @@ TutorDuel and CODuel (worlds, policies, runner, stats, report, pages, datagen), 
 rankings (ranking) and PrefDisco (prefdisco), on one core and one LLM layer (llm).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from pb_report_rows import read_rows, roster_size, sweep_results, synthetic_rows, write_rows
 
+from prefduel import __version__
 from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.report import MissingDependencyError, ReportWarning, build_report, load_input
 from prefduel.report.compute import compute_report
@@ -151,9 +152,9 @@ def test_mixed_versions_warn_and_show(tmp_path, toy):
     _, html, warned = _build(path, tmp_path / "out")
     assert any("rows come from 3 package versions" in w for w in warned)
     assert any("pool seeds written by different versions" in w and "pooled on" in w for w in warned)
-    for version in ("0.0.9", "0.1.0", "unknown"):
+    for version in ("0.0.9", __version__, "unknown"):
         assert version in html
-    assert "⚠ 0.0.9, 0.1.0" in html  # the mixed leaderboard entry is flagged
+    assert f"⚠ 0.0.9, {__version__}" in html  # the mixed leaderboard entry is flagged
     # one version only: no warning about versions, and only its rows
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -165,7 +166,8 @@ def test_mixed_versions_warn_and_show(tmp_path, toy):
 def test_unknown_version_filter_lists_versions(tmp_path, toy):
     rows, _ = toy
     path = write_rows(tmp_path / "r.jsonl", rows)
-    with pytest.raises(SpecError, match=r"--only-version: no rows of version '9'; found 0\.1\.0"):
+    found = re.escape(__version__)
+    with pytest.raises(SpecError, match=rf"--only-version: no rows of version '9'; found {found}"):
         build_report(path, tmp_path / "out", only_version="9")
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.core.registry import parse_spec, split_specs
-from prefduel.runner.rows import curve_problem, number_problem, row_version
+from prefduel.runner.rows import curve_problem, number_problem, row_version, versions_note
 from prefduel.runner.store import ResultsFileWarning, ResultsStore
 from prefduel.runner.sweep import world_label
 
@@ -211,12 +211,12 @@ def _filter(
 
 def _check_versions(data: ReportInput) -> None:
     """Warn when rows come from several package versions, naming mixed (world, policy) cells."""
-    if len(data.versions) < 2:
+    note = versions_note(data.rows)
+    if note is None:
         return
-    listed = ", ".join(f"{v} ({n} rows)" for v, n in sorted(data.versions.items()))
     data.warn(
-        f"rows come from {len(data.versions)} package versions: {listed}. Results of different "
-        "versions may not be comparable; pass --only-version to report one version"
+        f"{note}. Results of different versions may not be comparable; pass --only-version "
+        "to report one version"
     )
     mixed: dict[tuple[str, str], set[str]] = defaultdict(set)
     for row in data.rows:

@@ -11,7 +11,8 @@ live here too, so every reader judges rows the same way.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,3 +206,16 @@ def curve_problem(row: Mapping[str, Any]) -> str | None:
         if arr is None or arr.ndim != 1 or not np.isfinite(arr).all():
             return f"field {name!r} holds values that are not finite numbers"
     return None
+
+
+def versions_note(rows: Iterable[Mapping[str, Any]]) -> str | None:
+    """``rows come from N package versions: V (n rows), ...`` when rows mix versions, else None.
+
+    Readers (``stats``, the report) warn with it: means over rows of different versions pool
+    results of different code.
+    """
+    counts = Counter(row_version(r) for r in rows)
+    if len(counts) < 2:
+        return None
+    listed = ", ".join(f"{v} ({n} rows)" for v, n in sorted(counts.items()))
+    return f"rows come from {len(counts)} package versions: {listed}"

@@ -18,6 +18,7 @@ import dataclasses
 import numbers
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -27,10 +28,17 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from prefduel.core.errors import LockedRosterError, PrefduelError, SpecError
+from prefduel import __version__ as VERSION
+from prefduel.core.errors import (
+    LockedRosterError,
+    PrefduelError,
+    ResultsFileError,
+    SpecError,
+)
 from prefduel.policies.loading import resolve_spec
 from prefduel.runner.cell import run_cell
 from prefduel.runner.references import REFERENCES, reference_rows
+from prefduel.runner.rows import row_key, row_version
 from prefduel.runner.store import ResultsStore
 from prefduel.worlds.roster_file import is_roster_file, roster_file_label
 from prefduel.worlds.rosters import get_roster, get_world, is_world_path
@@ -171,6 +179,37 @@ def plan_units(
             if todo or refs:
                 units.append(Unit(world, seed, todo, refs, allow_test, reference_fn))
     return units
+
+
+def _refuse_other_versions(
+    store: ResultsStore, worlds: Sequence[str], seeds: Sequence[int], specs: Sequence[str]
+) -> None:
+    """Refuse to resume from rows of the grid written by another package version.
+
+    Such a row would be skipped as finished and then pooled with this version's rows, though
+    the code (or the worlds) that made it may differ.
+
+    Raises:
+        ResultsFileError: naming the file, the number of such rows and their versions.
+    """
+    grid = {
+        (kind, world, seed, name)
+        for world in worlds
+        for seed in seeds
+        for kind, names in (("policy", specs), ("reference", REFERENCES))
+        for name in names
+    }
+    other = Counter(
+        row_version(row) for row in store if row_key(row) in grid and row_version(row) != VERSION
+    )
+    if other:
+        found = ", ".join(f"{n} row{'s' * (n > 1)} by {v}" for v, n in sorted(other.items()))
+        raise ResultsFileError(
+            f"results file {store.path} holds cells of this grid written by another prefduel "
+            f"version ({found}; this is {VERSION}), which resuming would reuse as if this "
+            "version had computed them. Write to a new file (--out), or remove those rows to "
+            "recompute them"
+        )
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -357,6 +396,7 @@ def sweep(
         raise SpecError(f"jobs must be a positive integer, got {jobs!r}")
     labels, seed_list, specs = validate_grid(worlds, seeds, policies, allow_test=allow_test)
     store = ResultsStore(out)
+    _refuse_other_versions(store, labels, seed_list, specs)
     units = plan_units(
         store, labels, seed_list, specs, allow_test=allow_test, reference_fn=reference_fn
     )

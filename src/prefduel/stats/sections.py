@@ -8,11 +8,14 @@ The command line only reads the results file and prints what `stats_report` retu
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from prefduel.core.errors import SpecError
 from prefduel.core.registry import parse_spec, split_specs
+from prefduel.runner.rows import versions_note
+from prefduel.runner.store import ResultsFileWarning
 from prefduel.runner.sweep import world_label
 from prefduel.stats.paired import learning_curve, paired_gains, profile_breakdown, round_curve
 from prefduel.stats.table import format_table, summarize_rows
@@ -60,10 +63,21 @@ def stats_report(all_rows: list[dict[str, Any]], options: StatsOptions) -> str |
 
     Raises:
         SpecError: an unknown competitor or a ``by_profile`` policy without rows.
+
+    Warns:
+        ResultsFileWarning: the rows shown were written by several package versions.
     """
     rows = filter_rows(all_rows, options.worlds, options.policies)
     if not rows:
         return None
+    note = versions_note(rows)
+    if note:
+        warnings.warn(
+            f"{note}; means over them pool results of different code. Re-run with one version "
+            "into a new file, or filter with --worlds/--policies",
+            ResultsFileWarning,
+            stacklevel=2,
+        )
     summary = summarize_rows(rows)
     gains = _stats_gains(all_rows, options)
     policy_rows = [r for r in rows if r.get("kind") == "policy"]
