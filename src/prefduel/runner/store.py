@@ -3,6 +3,10 @@
 Each row is keyed by ``(kind, world, seed, policy)``; a key is never written twice, so a sweep
 that is run again skips what is already there and appends only what is missing.
 
+One writer at a time: a store opened with ``lock=True`` (as the sweep does) holds an exclusive
+lock on the file until it is closed, so a second run on the same file stops with a clear error
+instead of computing and writing the same cells again. The lock dies with its process.
+
 Crash safety: every row is written as one line, flushed and ``fsync``-ed before the next cell is
 recorded, so a crash can damage at most the last line. On opening, a last line that is
 incomplete (no final newline) or not valid JSON is reported with a `ResultsFileWarning`
@@ -15,6 +19,11 @@ from __future__ import annotations
 
 import json
 import os
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory file locks
+    fcntl = None  # type: ignore[assignment]
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,18 +44,60 @@ class ResultsStore:
         path: The ``.jsonl`` file (need not exist yet; it is created on the first append).
         repair: Truncate the file after its last complete line when that line is damaged.
             With ``repair=False`` (read-only use) the damaged line is only skipped.
+        lock: Take the writer's lock (created if missing) before reading; release it with
+            `close` or by leaving a ``with`` block.
 
     Raises:
-        ResultsFileError: a damaged line that is not the last one (names the file and line).
+        ResultsFileError: a damaged line that is not the last one (names the file and line),
+            another process holding the writer's lock, or a path that cannot be opened.
     """
 
-    def __init__(self, path: str | Path, *, repair: bool = True) -> None:
+    def __init__(self, path: str | Path, *, repair: bool = True, lock: bool = False) -> None:
         self.path = Path(path)
         self._rows: list[dict[str, Any]] = []
         self._keys: set[RowKey] = set()
         self._owner_pid = os.getpid()
-        if self.path.exists():
-            self._load(repair)
+        self._lock_handle: Any = self._lock() if lock else None
+        try:
+            if self.path.exists():
+                self._load(repair)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the writer's lock -------------------------------------------------------------------
+
+    def _lock(self) -> Any:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "ab")
+        except OSError as exc:
+            raise ResultsFileError(
+                f"results file {self.path} cannot be opened for writing: {exc.strerror or exc}"
+            ) from None
+        if fcntl is None:  # no advisory locks on this platform
+            return handle
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise ResultsFileError(
+                f"results file {self.path} is being written by another prefduel process; wait "
+                "for it to finish (re-running then resumes), or write to another file (--out)"
+            ) from None
+        return handle
+
+    def close(self) -> None:
+        """Release the writer's lock (if held)."""
+        if self._lock_handle is not None:
+            self._lock_handle.close()  # closing the descriptor releases the flock
+            self._lock_handle = None
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -395,25 +395,25 @@ def sweep(
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise SpecError(f"jobs must be a positive integer, got {jobs!r}")
     labels, seed_list, specs = validate_grid(worlds, seeds, policies, allow_test=allow_test)
-    store = ResultsStore(out)
-    _refuse_other_versions(store, labels, seed_list, specs)
-    units = plan_units(
-        store, labels, seed_list, specs, allow_test=allow_test, reference_fn=reference_fn
-    )
-    if units:
-        total = len(labels) * len(seed_list) * len(specs)
-        todo = sum(len(u.policies) for u in units)
+    with ResultsStore(out, lock=True) as store:
+        _refuse_other_versions(store, labels, seed_list, specs)
+        units = plan_units(
+            store, labels, seed_list, specs, allow_test=allow_test, reference_fn=reference_fn
+        )
+        if units:
+            total = len(labels) * len(seed_list) * len(specs)
+            todo = sum(len(u.policies) for u in units)
 
-        def bar_factory() -> Any:
-            return tqdm(
-                total=total,
-                initial=total - todo,
-                unit="cell",
-                desc="prefduel",
-                file=sys.stderr,
-                disable=not progress,
-                dynamic_ncols=True,
-            )
+            def bar_factory() -> Any:
+                return tqdm(
+                    total=total,
+                    initial=total - todo,
+                    unit="cell",
+                    desc="prefduel",
+                    file=sys.stderr,
+                    disable=not progress,
+                    dynamic_ncols=True,
+                )
 
-        _run_units(units, store, bar_factory, jobs, executor)
-    return _grid_rows(store, labels, seed_list, specs)
+            _run_units(units, store, bar_factory, jobs, executor)
+        return _grid_rows(store, labels, seed_list, specs)

@@ -1,4 +1,5 @@
-"""Rows written by another prefduel version are never reused silently (issue 15, item 1)."""
+"""Results files: rows of another version are never reused silently, one writer at a time, and
+an unusable --out path is one named error (issue 15)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,24 @@ def test_stats_warns_when_rows_come_from_several_versions(toy_world, tmp_path, c
     err = capsys.readouterr().err
     assert "prefduel: warning: rows come from 2 package versions" in err
     assert "0.0.1 (1 rows)" in err
+
+
+def test_a_second_writer_on_the_same_results_file_is_refused(toy_world, tmp_path, capsys):
+    """Two runs on one results file wrote every row twice (issue 15, item 2)."""
+    from prefduel.runner.store import ResultsStore
+
+    out = tmp_path / "r.jsonl"
+    with ResultsStore(out, lock=True):  # another run is writing this file
+        assert main(["run", "--worlds", toy_world, *RUN, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"results file {out} is being written by another prefduel process" in err
+    assert out.read_text() == ""
+    # once the other writer is done, the run goes ahead
+    assert main(["run", "--worlds", toy_world, *RUN, "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 2 + 2 * 7  # 2 seeds x (1 policy + 7 references)
+
+
+def test_out_naming_a_directory_is_one_named_error(toy_world, tmp_path, capsys):
+    assert main(["run", "--worlds", toy_world, *RUN, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"results file {tmp_path} cannot be opened for writing" in err
