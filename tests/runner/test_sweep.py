@@ -171,7 +171,7 @@ def test_policy_error_in_a_worker_process(toy_world: str, user_policies: str, tm
         (["nope"], ["random"], UnknownIdError, r"unknown roster 'nope'\. Known rosters: dev, "),
         (["dev"], ["nope"], UnknownIdError, r"unknown policy 'nope'\. Known polic\w+: .*random"),
         (["dev"], ["random:x"], SpecError, r"setting 'x' in 'random:x' is not of the form"),
-        (["dev"], ["random:bank=3"], SpecError, r"cannot build policy 'random:bank=3'"),
+        (["dev"], ["random:bank=3"], SpecError, r"policy 'random:bank=3': unknown setting 'bank'"),
         (["dev"], ["missing.py:Cls"], SpecError, r"file missing\.py does not exist"),
         (["test-topics"], ["random"], LockedRosterError, r"'test-topics'.*--allow-test"),
         (["no/such/world"], ["random"], WorldFormatError, r"no/such/world: missing file"),

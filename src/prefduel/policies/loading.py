@@ -10,9 +10,11 @@ Accepted forms (each may end with ``:key=value,...`` settings passed to the cons
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -124,6 +126,7 @@ class PolicySpec:
         Raises:
             SpecError: the constructor rejects the settings, or the object has no ``select``.
         """
+        self._check_settings()
         try:
             policy = self.factory(**self.settings)
         except (TypeError, ValueError) as exc:
@@ -133,6 +136,29 @@ class PolicySpec:
                 f"policy {self.canonical!r}: {type(policy).__name__} has no select() method"
             )
         return policy
+
+    def _check_settings(self) -> None:
+        """Refuse settings the constructor does not take, listing those it does."""
+        try:
+            params = inspect.signature(self.factory).parameters.values()
+        except (TypeError, ValueError):  # not introspectable: let the call decide
+            return
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return
+        named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        known = [p.name for p in named]
+        unknown = [k for k in self.settings if k not in known]
+        if not unknown:
+            return
+        listed = ", ".join(
+            p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in named
+        )
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise SpecError(
+            f"policy {self.canonical!r}: unknown setting {unknown[0]!r}{hint}; "
+            f"its settings: {listed or 'none'}"
+        )
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         return resolve_spec, (self.canonical,)

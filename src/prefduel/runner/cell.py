@@ -49,15 +49,15 @@ def play(world: World, policy: Any, rng: np.random.Generator, label: str = "poli
             return getattr(policy, method)(*args)
         except PolicyError:
             raise
-        except Exception as exc:
-            at = (
-                ""
-                if arrival is None
-                else f", arrival {arrival}" + ("" if rnd is None else f", round {rnd}")
+        except (Exception, SystemExit) as exc:  # a policy must not end the whole run
+            at = "" if arrival is None else f", arrival {arrival}"
+            at += "" if rnd is None else f", round {rnd}"
+            what = (
+                f"called sys.exit({exc.code})"
+                if isinstance(exc, SystemExit)
+                else f"raised {type(exc).__name__}: {exc}"
             )
-            raise PolicyError(
-                f"{where}{at}: {method}() raised {type(exc).__name__}: {exc}"
-            ) from exc
+            raise PolicyError(f"{where}{at}: {method}() {what}") from exc
 
     call("reset", rng, policy_context(n_arr, n_rounds, k, world.d))
     for n in range(n_arr):

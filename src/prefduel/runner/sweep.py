@@ -125,6 +125,8 @@ def _check_policy(spec: str) -> str:
 def _check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise SpecError(f"seeds must be non-negative integers, got {seed!r}")
+    if seed >= 2**32:
+        raise SpecError(f"seeds must be below 2**32 (random streams take 32-bit seeds), got {seed}")
     return int(seed)
 
 

@@ -12,9 +12,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from prefduel.core.errors import SpecError
+from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.core.registry import parse_spec, split_specs
-from prefduel.runner.rows import versions_note
+from prefduel.runner.rows import number_problem, versions_note
 from prefduel.runner.store import ResultsFileWarning
 from prefduel.runner.sweep import world_label
 from prefduel.stats.paired import learning_curve, paired_gains, profile_breakdown, round_curve
@@ -63,6 +63,7 @@ def stats_report(all_rows: list[dict[str, Any]], options: StatsOptions) -> str |
 
     Raises:
         SpecError: an unknown competitor or a ``by_profile`` policy without rows.
+        ResultsFileError: a row whose score or excess is not a finite number (named).
 
     Warns:
         ResultsFileWarning: the rows shown were written by several package versions.
@@ -70,6 +71,13 @@ def stats_report(all_rows: list[dict[str, Any]], options: StatsOptions) -> str |
     rows = filter_rows(all_rows, options.worlds, options.policies)
     if not rows:
         return None
+    bad = [(row, problem) for row in rows if (problem := number_problem(row))]
+    if bad:
+        row, problem = bad[0]
+        raise ResultsFileError(
+            f"{len(bad)} row(s) cannot be summarized; the first: world {row.get('world')!r}, "
+            f"seed {row.get('seed')}, policy {row.get('policy')!r}: {problem}"
+        )
     note = versions_note(rows)
     if note:
         warnings.warn(

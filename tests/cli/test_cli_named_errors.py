@@ -1,0 +1,88 @@
+"""Errors that were tracebacks or silent become one named line (issue 15)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from prefduel.cli.main import main
+
+RUN = ["--jobs", "1", "--no-progress"]
+
+
+def test_a_seed_too_large_for_the_streams_is_refused_before_any_work(toy_world, tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    args = ["run", "--worlds", toy_world, "--seeds", str(2**32), "--policies", "random"]
+    assert main([*args, "--out", str(out), *RUN]) == 2
+    assert "seeds must be below 2**32" in capsys.readouterr().err
+    assert not out.exists() or out.read_text() == ""
+
+
+def test_a_policy_calling_sys_exit_is_named(toy_world, tmp_path, capsys):
+    path = tmp_path / "quitter.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import sys
+
+            class Quitter:
+                def reset(self, rng, context): pass
+                def start_student(self): pass
+                def select(self, Phi): sys.exit(3)
+                def update(self, outcome): pass
+                def end_student(self): pass
+            """
+        )
+    )
+    args = ["run", "--worlds", toy_world, "--seeds", "0", "--policies", f"{path}:Quitter"]
+    assert main([*args, "--out", str(tmp_path / "r.jsonl"), *RUN]) == 2
+    err = capsys.readouterr().err
+    assert "select() called sys.exit(3)" in err and "arrival 0, round 0" in err
+
+
+def test_an_unknown_policy_setting_lists_the_valid_ones(toy_world, tmp_path, capsys):
+    args = ["run", "--worlds", toy_world, "--policies", "notransfer:prior_vr=2"]
+    assert main([*args, "--out", str(tmp_path / "r.jsonl"), *RUN]) == 2
+    err = capsys.readouterr().err
+    assert "unknown setting 'prior_vr'" in err
+    assert "did you mean 'prior_var'" in err
+    assert "rule='greedy'" in err and "prior_var=1.0" in err
+    assert "_LaplaceLearner" not in err
+
+
+def _results(toy_world, tmp_path):
+    out = tmp_path / "r.jsonl"
+    args = ["run", "--worlds", toy_world, "--seeds", "0-1", "--policies", "random"]
+    assert main([*args, "--out", str(out), *RUN]) == 0
+    return out
+
+
+def test_stats_names_a_row_whose_score_is_not_a_number(toy_world, tmp_path, capsys):
+    out = _results(toy_world, tmp_path)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    rows[0]["score"] = "high"
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    capsys.readouterr()
+    assert main(["stats", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "field 'score' is 'high', not a finite number" in err
+    assert f"seed {rows[0]['seed']}" in err and rows[0]["policy"] in err
+
+
+def test_stats_checks_by_profile_before_printing_anything(toy_world, tmp_path, capsys):
+    out = _results(toy_world, tmp_path)
+    capsys.readouterr()
+    assert main(["stats", str(out), "--by-profile", "nosuch"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "--by-profile: no rows for policy 'nosuch'" in captured.err
+
+
+def test_run_says_where_the_rows_went(toy_world, tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    args = ["run", "--worlds", toy_world, "--seeds", "0-1", "--policies", "random"]
+    assert main([*args, "--out", str(out), *RUN]) == 0
+    assert f"2 new cells, 0 already in {out}" in capsys.readouterr().err
+    assert main([*args, "--out", str(out), *RUN]) == 0
+    assert f"0 new cells, 2 already in {out}" in capsys.readouterr().err
+
