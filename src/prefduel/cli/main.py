@@ -22,9 +22,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from prefduel import __version__
@@ -369,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _sigterm_as_interrupt():
         warnings.showwarning = _show_warning
         try:
             return COMMANDS[args.command](args, sys.stdout)
@@ -379,6 +380,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(f"\n{PROG}: interrupted{_resume_hint(args)}", file=sys.stderr)
             return 130
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (``kill PID``) like Ctrl-C: stop workers, keep finished rows, exit 130."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not in the main thread (e.g. main() called from a worker thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _resume_hint(args: argparse.Namespace) -> str:

@@ -17,7 +17,10 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
+import signal
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
@@ -320,7 +323,15 @@ def _run_units(
             _run_inline(units, store, bar)
         return
     own = executor is None
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(units))) if own else executor
+    pool = (
+        ProcessPoolExecutor(
+            max_workers=min(jobs, len(units)),
+            initializer=_worker_setup,
+            initargs=(os.getpid(),),
+        )
+        if own
+        else executor
+    )
     interrupted = False
     try:
         # Submit before the progress bar starts its monitor thread (forking with threads is unsafe).
@@ -332,7 +343,31 @@ def _run_units(
         raise
     finally:
         if own:
+            if interrupted:
+                _stop_workers(pool)
             pool.shutdown(wait=not interrupted, cancel_futures=True)
+
+
+def _worker_setup(coordinator: int) -> None:
+    """Run in each local worker process: leave Ctrl-C to the coordinator (which stops the
+    workers itself, so no worker prints a traceback), and exit when the coordinator is gone
+    (killed by SIGKILL, say), instead of finishing a unit whose rows nobody will store."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
+
+    def watch() -> None:
+        while os.getppid() == coordinator:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="prefduel-parent-watch", daemon=True).start()
+
+
+def _stop_workers(pool: Executor) -> None:
+    """Terminate the local worker processes now (an interrupted sweep keeps no unit running)."""
+    # ProcessPoolExecutor has no public way to stop running tasks; its processes are private.
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.terminate()
 
 
 def _grid_rows(

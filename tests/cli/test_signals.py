@@ -1,0 +1,99 @@
+"""Stopping a run: SIGTERM behaves like Ctrl-C, exits fast with one clean line, and worker
+processes never outlive their coordinator (issue 15, items 3 and 5)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+SLOW = textwrap.dedent(
+    """
+    import os, time
+    from pathlib import Path
+
+    class Slow:
+        def reset(self, rng, context):
+            self.rng, self.k = rng, context["K"]
+            Path(os.environ["PIDS"], str(os.getpid())).touch()
+        def start_student(self): pass
+        def select(self, Phi):
+            time.sleep(0.02)
+            i, j = self.rng.choice(self.k, size=2, replace=False)
+            return int(i), int(j)
+        def update(self, outcome): pass
+        def end_student(self): pass
+    """
+)
+
+
+def _start(toy_world: str, tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
+    (tmp_path / "slow.py").write_text(SLOW)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    out = tmp_path / "r.jsonl"
+    cmd = [
+        sys.executable, "-m", "prefduel.cli.main", "run", "--worlds", toy_world,
+        "--seeds", "0-7", "--policies", f"{tmp_path / 'slow.py'}:Slow", "--jobs", "2",
+        "--out", str(out), "--no-progress",
+    ]  # fmt: skip
+    env = dict(os.environ, PIDS=str(pids))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    deadline = time.monotonic() + 60
+    while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:  # both workers busy
+        time.sleep(0.05)
+    return proc, pids, out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+def _workers(pids: Path, coordinator: int) -> set[int]:
+    return {int(p.name) for p in pids.iterdir()} - {coordinator}
+
+
+def _wait_gone(pids: set[int], seconds: float) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    return {p for p in pids if _alive(p)}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_ctrl_c_stop_fast_with_one_line(toy_world, tmp_path, sig):
+    proc, pids, _ = _start(toy_world, tmp_path)
+    workers = _workers(pids, proc.pid)
+    assert workers, "the workers never started"
+    start = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert time.monotonic() - start < 4
+    assert "Traceback" not in err
+    assert "prefduel: interrupted; finished rows are kept in" in err
+    assert not _wait_gone(workers, 3), "worker processes outlived the run"
+
+
+def test_workers_die_with_a_killed_coordinator(toy_world, tmp_path):
+    proc, pids, _ = _start(toy_world, tmp_path)
+    workers = _workers(pids, proc.pid)
+    assert workers
+    proc.kill()
+    proc.communicate(timeout=20)
+    assert not _wait_gone(workers, 5), "worker processes outlived a killed coordinator"
