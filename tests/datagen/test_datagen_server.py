@@ -25,7 +25,7 @@ from pb_datagen_helpers import (
 
 from prefduel.cli.main import main
 from prefduel.datagen import ScriptedWorld, estimate, generate, load_config
-from prefduel.llm import LLMClient, RetryPolicy, read_call_log
+from prefduel.llm import LLMClient, Message, RetryPolicy, read_call_log
 from prefduel.llm.openai_backend import OpenAIBackend
 from prefduel.llm.testserver import Fault, OpenAITestServer, random_faults
 
@@ -175,3 +175,58 @@ def test_budget_cap_stops_sending_and_a_higher_budget_resumes(tmp_path, monkeypa
     assert resumed.complete
     assert sum(s.sent for s in resumed.stages) == total - sent
     assert cache_rows(config.llm.cache) == total
+
+
+def test_an_endpoint_that_echoes_the_key_gets_it_written_nowhere(tmp_path, monkeypatch):
+    """Every successful reply echoes the Authorization header, some with the token in the
+    model name: appended to questions and answers (the scripted judge reads the persona marker
+    at the start of answers), appended, prepended or as the whole answer for the judge
+    (malformed picks) and as the whole answer for the rater's first attempt (malformed scores,
+    asked again). The world, the datagen tables, malformed.jsonl, the cache and the call log
+    never hold the key."""
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    config = _config(tmp_path)
+    world = ScriptedWorld(config)
+    places = ("append", "prepend", "replace")
+
+    def hostile(request):
+        messages = tuple(Message(m["role"], m["content"]) for m in request.body["messages"])
+        role = world.role_of(messages)
+        pick = int(request.body_key[:2], 16)
+        where = "append"
+        if role == "judge":
+            where = places[pick % 3]
+        elif role == "rater" and request.attempt == 0:
+            where = "replace"
+        return Fault.echo(where, model=pick % 2 == 0)
+
+    with OpenAITestServer(answer=world.http_answer, faults=hostile) as server:
+        backend = OpenAIBackend(server.base_url, api_key_env=KEY_ENV, timeout=5)
+        client = LLMClient(
+            backend, cache=config.llm.cache, call_log=config.llm.call_log, max_connections=8
+        )
+        with client:
+            result = generate(config, client=client, progress=False)
+        received = server.requests
+    # every reply echoed the key (so the checks below mean something)
+    assert received and {r.fault for r in received} == {"echo"}
+    assert all(r.headers.get("authorization") == f"Bearer {FAKE_KEY}" for r in received)
+    assert result.complete, result.summary()
+    out = result.output
+    assert out is not None and (out / "world.json").is_file()
+    assert {m["stage"] for m in result.malformed} == {"judge", "rater"}
+    echo = "[echo Authorization: Bearer [REDACTED]; token: [REDACTED]]"
+    for name in ("world.json", "datagen/questions.jsonl", "datagen/malformed.jsonl"):
+        assert echo in (out / name).read_text(encoding="utf-8"), name
+    written = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert {
+        "cache.sqlite",
+        "calls.jsonl",
+        "world/world.json",
+        "world/datagen/summary.json",
+        "world/datagen/tables.npz",
+        "world/datagen/questions.jsonl",
+        "world/datagen/malformed.jsonl",
+    } <= written
+    for needle in (FAKE_KEY, FAKE_KEY.removeprefix("sk-pbdatagen-")):
+        assert files_containing(tmp_path, needle) == []

@@ -7,6 +7,7 @@ with retried faults, must reproduce the offline run row for row.
 from __future__ import annotations
 
 import json
+import secrets
 import warnings
 
 import pytest
@@ -111,3 +112,39 @@ def test_failed_calls_leave_episodes_to_retry(dataset, tmp_path, monkeypatch):
                 )
     assert second.failed == () and second.reused == 36 - len(first.failed)
     assert second.ran == len(first.failed)
+
+
+def test_an_endpoint_that_echoes_the_key_gets_it_written_nowhere(dataset, tmp_path, monkeypatch):
+    """A hostile endpoint echoes the Authorization header in successful replies (and the token
+    in the model name): transcripts, scores, the run's cache and call log never hold the key."""
+    key = "sk-pbtest-" + secrets.token_hex(16)
+    monkeypatch.setenv(KEY_ENV, key)
+    handlers = default_handlers(dataset.taxonomy, list(dataset.tasks.values()))
+    places = ("append", "prepend")
+
+    def hostile(request):
+        pick = int(request.body_key[:2], 16)
+        return Fault.echo(places[pick % 2], model=pick % 3 == 0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownModelPriceWarning)
+        with OpenAITestServer(answer=server_answer(handlers), faults=hostile) as server:
+            client = _http_client(server, tmp_path)
+            with client:
+                summary = run_study(
+                    dataset, dataset.config.run, RoleClients.single(client), tmp_path
+                )
+            received = server.requests
+    # every reply echoed the key (so the checks below mean something)
+    assert received and {r.fault for r in received} == {"echo"}
+    assert all(r.headers["authorization"] == f"Bearer {key}" for r in received)
+    assert summary.failed == () and summary.episodes == 36
+    transcripts = (tmp_path / "transcripts.jsonl").read_text(encoding="utf-8")
+    assert "[echo Authorization: Bearer [REDACTED]; token: [REDACTED]]" in transcripts
+    written = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
+    assert {"transcripts.jsonl", "scores.jsonl", "http.sqlite", "calls.jsonl"} <= set(written)
+    for needle in (key, key.removeprefix("sk-pbtest-")):
+        leaks = [
+            p for p in tmp_path.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()
+        ]
+        assert leaks == []

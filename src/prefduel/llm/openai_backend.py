@@ -8,7 +8,15 @@ Works with OpenAI, vLLM, llama.cpp's server, Ollama, LM Studio, ...: give ``base
 
 The key is read from the environment when the SDK client is built and handed to the SDK only:
 it is not stored on this object, and it never appears in its ``repr``, in error messages (they
-are redacted), in the cache or in the call log.
+are redacted), in the cache or in the call log. An endpoint may also echo the key inside a
+SUCCESSFUL reply: `OpenAIBackend.complete` scrubs every reply before returning it, so what
+`LLMClient` caches and what callers write (datagen, PrefDisco) never holds it. Each occurrence
+of the key the SDK sent, of the key in the environment variable, and of every credential header
+value sent (``Authorization`` and the like, with and without its ``Bearer`` scheme) in the
+answer text, the reported model name and the finish reason is replaced by `REDACTED`. Unlike
+error messages, answers keep key-like text that is not one of these secrets (an answer may
+legitimately explain ``Authorization: Bearer <token>``). The placeholder key ``EMPTY`` (sent
+with ``api_key_env=None`` to servers that need no key) is not a secret and is not scrubbed.
 
 The SDK's own retries are off (``max_retries=0``): each `OpenAIBackend.complete` is ONE
 attempt, and `LLMClient` applies its retry policy. Failures
@@ -35,7 +43,8 @@ import os
 import re
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from prefduel.llm.errors import LLMCallError, LLMConfigError
@@ -52,6 +61,24 @@ _SECRETS = (
     (re.compile(r"\bsk-[A-Za-z0-9_\-*]{6,}"), "sk-***"),
 )
 _MESSAGE_LIMIT = 300
+#: What replaces a secret found in a reply.
+REDACTED = "[REDACTED]"
+#: Names of extra headers whose values are credentials (scrubbed from replies too).
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|password|credential", re.IGNORECASE)
+
+
+def scrub(text: str | None, secrets: Iterable[str | None]) -> str | None:
+    """``text`` with every occurrence of each non-empty secret replaced by `REDACTED`.
+
+    Longer secrets are replaced first (so a secret containing another is replaced whole).
+    None and empty secrets are ignored; None text is returned as is.
+    """
+    if not text:
+        return text
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 class OpenAIBackend:
@@ -135,6 +162,30 @@ class OpenAIBackend:
             if len(value) >= 4:
                 text = text.replace(value, "***")
         return text
+
+    def _reply_secrets(self, sdk: Any) -> list[str]:
+        """The secret values a reply must not carry (see the module docstring)."""
+        found: list[str] = []
+        if self.api_key_env is not None:
+            found += [getattr(sdk, "api_key", None) or "", os.environ.get(self.api_key_env, "")]
+        for name, value in self._headers.items():
+            if _SECRET_HEADER.search(name) and isinstance(value, str):
+                parts = value.split(None, 1)
+                found += [value, parts[1] if len(parts) == 2 else value]
+        return [s for s in found if s and s != NO_KEY]
+
+    def _scrubbed(self, response: LLMResponse, sdk: Any) -> LLMResponse:
+        """``response`` without the secrets of `_reply_secrets` in its text fields."""
+        secrets = self._reply_secrets(sdk)
+        if not secrets:
+            return response
+        return replace(
+            response,
+            text=scrub(response.text, secrets),
+            model=scrub(response.model, secrets) or "",
+            finish_reason=scrub(response.finish_reason, secrets),
+            error=scrub(response.error, secrets),
+        )
 
     def _short(self, text: str) -> str:
         text = " ".join(self.redact(text).split())
@@ -241,7 +292,8 @@ class OpenAIBackend:
                 kind="malformed",
                 retryable=True,
             ) from None
-        return self._parse(request, completion)
+        # scrubbed here, on the one path every reply takes before it is cached or written
+        return self._scrubbed(self._parse(request, completion), client)
 
     def _parse(self, request: LLMRequest, completion: Any) -> LLMResponse:
         if isinstance(completion, str):

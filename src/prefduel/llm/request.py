@@ -327,7 +327,8 @@ class LLMResponse:
 
     Attributes:
         request: The request answered.
-        text: The answer text (None when ``ok`` is False).
+        text: The answer text (None when ``ok`` is False); from an endpoint, scrubbed of the
+            API key (see `prefduel.llm.openai_backend`).
         ok: Whether an answer arrived.
         model: The model name the endpoint reported (may be more specific than the request's).
         finish_reason: ``"stop"``, ``"length"``, ... as reported.

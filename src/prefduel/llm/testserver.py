@@ -22,7 +22,12 @@ function of the `ReceivedRequest`) may pick a `Fault`:
 * ``Fault.truncated()``: status 200 with a ``Content-Length`` larger than the body sent, then
   the connection is closed;
 * ``Fault.drop()``: the connection is closed without any response;
-* ``Fault.bad_shape()``: valid JSON without choices.
+* ``Fault.bad_shape()``: valid JSON without choices;
+* ``Fault.echo(where, model=False)``: a HOSTILE but successful answer (status 200, counted as
+  answered): the normal answer with the received ``Authorization`` header and its bearer token
+  echoed into the content (``where``: ``"append"``, ``"prepend"`` or ``"replace"`` the whole
+  answer), and with ``model=True`` the token appended to the reported model name too (to test
+  that replies are scrubbed of the key before they are cached or written).
 
 Schedules are pure functions of the request, so tests are deterministic whatever the order of
 arrival: `per_request_faults` (attempt ``n`` of each distinct body), `random_faults`
@@ -32,7 +37,7 @@ included, in memory only.
 
 Run it standalone (prints ``READY <base_url>`` then serves until stdin closes or Ctrl-C)::
 
-    python -m prefduel.llm.testserver [--port 8000] [--latency 0.01]
+    python -m prefduel.llm.testserver [--port 8000] [--latency 0.01] [--echo-auth append]
 """
 
 from __future__ import annotations
@@ -51,7 +56,9 @@ from typing import Any
 from prefduel.llm.prices import estimate_tokens
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
-FAULT_KINDS = ("http", "timeout", "malformed", "truncated", "drop", "bad_shape")
+FAULT_KINDS = ("http", "timeout", "malformed", "truncated", "drop", "bad_shape", "echo")
+#: Where an ``echo`` fault puts the echoed credentials in the answer.
+ECHO_PLACES = ("append", "prepend", "replace")
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ class Fault:
         retry_after_ms: ``retry-after-ms`` header value, verbatim.
         delay: Seconds to wait before answering (``timeout`` faults).
         echo_auth: Put the received ``Authorization`` header into the error message.
+        echo_where: ``echo`` faults: where the credentials go in the answer (`ECHO_PLACES`).
+        echo_model: ``echo`` faults: also append the bearer token to the reported model name.
     """
 
     kind: str
@@ -73,10 +82,14 @@ class Fault:
     retry_after_ms: str | None = None
     delay: float = 0.0
     echo_auth: bool = False
+    echo_where: str = "append"
+    echo_model: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"fault kind: expected one of {FAULT_KINDS}, got {self.kind!r}")
+        if self.echo_where not in ECHO_PLACES:
+            raise ValueError(f"echo_where: expected one of {ECHO_PLACES}, got {self.echo_where!r}")
 
     @classmethod
     def http(
@@ -120,6 +133,16 @@ class Fault:
     def bad_shape(cls) -> Fault:
         """Valid JSON that is not a chat completion (no choices)."""
         return cls("bad_shape")
+
+    @classmethod
+    def echo(cls, where: str = "append", *, model: bool = False) -> Fault:
+        """A successful answer that echoes the received credentials (a hostile endpoint).
+
+        The content gets ``[echo Authorization: <header>; token: <bearer token>]`` appended,
+        prepended, or instead of the normal answer (``where``); ``model=True`` also appends
+        the token to the reported model name.
+        """
+        return cls("echo", echo_where=where, echo_model=model)
 
 
 @dataclass(frozen=True)
@@ -222,6 +245,17 @@ def random_faults(
         return choices[int.from_bytes(digest[8:16], "big") % len(choices)]
 
     return schedule
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The credentials of an ``Authorization`` header value (``Bearer X`` -> ``X``)."""
+    parts = (authorization or "").split(None, 1)
+    return parts[1] if len(parts) == 2 else (authorization or "")
+
+
+def echo_text(authorization: str | None) -> str:
+    """What an ``echo`` fault puts in the answer for a received ``Authorization`` header."""
+    return f"[echo Authorization: {authorization or ''}; token: {bearer_token(authorization)}]"
 
 
 def completion_payload(body: Mapping[str, Any], text: str) -> dict[str, Any]:
@@ -352,13 +386,26 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "bad_shape":
             self._send(200, b'{"id": "chatcmpl-empty", "object": "chat.completion"}')
             return
-        payload = json.dumps(completion_payload(body, owner.answer(body))).encode()
+        text = owner.answer(body)
+        echoing = fault is not None and fault.kind == "echo"
+        if fault is not None and echoing:
+            authorization = received.headers.get("authorization")
+            echo = echo_text(authorization)
+            text = {
+                "append": f"{text} {echo}",
+                "prepend": f"{echo} {text}",
+                "replace": echo,
+            }[fault.echo_where]
+        data = completion_payload(body, text)
+        if fault is not None and echoing and fault.echo_model:
+            data["model"] = f"{data['model']}+{bearer_token(authorization)}"
+        payload = json.dumps(data).encode()
         if fault is not None and fault.kind == "truncated":
             self._send(200, payload[: len(payload) // 2], declared_length=len(payload))
             self.close_connection = True
             return
         self._send(200, payload)
-        if fault is None:
+        if fault is None or echoing:
             owner._answered(received)
 
 
@@ -475,7 +522,8 @@ class OpenAITestServer:
             return list(self._requests)
 
     def answers(self) -> dict[str, int]:
-        """Body key -> normal answers sent for it (requests without a fault)."""
+        """Body key -> complete answers sent for it (requests without a fault or with an
+        ``echo`` fault)."""
         with self._lock:
             return dict(self._answers)
 
@@ -496,8 +544,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
+    parser.add_argument(
+        "--echo-auth",
+        choices=ECHO_PLACES,
+        default=None,
+        help="hostile mode: every answer echoes the received Authorization header",
+    )
     args = parser.parse_args(argv)
-    with OpenAITestServer(host=args.host, port=args.port, latency=args.latency) as server:
+    faults: FaultSchedule | None = None
+    if args.echo_auth is not None:
+        hostile = Fault.echo(args.echo_auth)
+        faults = lambda req: hostile  # noqa: E731
+    with OpenAITestServer(
+        host=args.host, port=args.port, latency=args.latency, faults=faults
+    ) as server:
         print(f"READY {server.base_url}", flush=True)
         try:
             sys.stdin.read()
