@@ -155,3 +155,37 @@ def test_cli_reports_config_errors(tmp_path, capsys):
     assert main(["datagen", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "prefduel: error:" in err and "samples: expected an integer" in err
+
+
+@pytest.mark.parametrize(
+    "name", ["../../x", "a/b", "/tmp/x", "a\\b", "..", ".", "a\0b", "C:x", "", "  "]
+)
+def test_names_that_would_escape_the_worlds_folder_are_refused(tmp_path, name):
+    message = _error(tmp_path, tiny_mapping(name=name))
+    assert ": name: " in message, message
+    if name.strip():
+        assert "folder name" in message and "'/'" in message and "'..'" in message, message
+
+
+def test_a_defaulted_name_is_checked_too(tmp_path):
+    message = _error(tmp_path, tiny_mapping(name=None))  # null: a string is expected
+    assert ": name: " in message
+    data = tiny_mapping()
+    del data["name"]
+    path = _write(tmp_path, data, name="..yaml")  # the stem is "."
+    with pytest.raises(DatagenConfigError) as info:
+        load_config(path)
+    assert str(path) in str(info.value) and "name (default: the file's stem)" in str(info.value)
+    assert load_config(_write(tmp_path, data, name="my world.yaml")).output == "worlds/my world"
+
+
+def test_cli_refuses_a_name_with_path_separators_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    work = tmp_path / "work" / "deep"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    data = tiny_mapping(name="../../escaped", cache=str(tmp_path / "cache.sqlite"))
+    path = _write(work, data)
+    assert main(["datagen", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "prefduel: error:" in err and f"{path}: name: " in err and "folder name" in err
+    assert not (tmp_path / "escaped").exists() and not (work / "worlds").exists()

@@ -193,3 +193,52 @@ def test_trajectory_battles_maps_clicks_to_winners(toy_run):
     bad = dataclasses.replace(trajectory, first=trajectory.first[:, :3])
     with pytest.raises(RankingError, match="shape"):
         trajectory_battles(world, bad)
+
+
+def test_csv_tables_neutralise_formulas_but_keep_negative_numbers(tmp_path, capsys):
+    """users.csv and models.csv: names like =HYPERLINK(...) get a leading apostrophe."""
+    frame = arena(seed=5, n_users=40)[0].copy()
+    users = sorted(frame["judge"].unique())
+    models = sorted(set(frame["model_a"]) | set(frame["model_b"]))
+    evil_user = '=HYPERLINK("http://evil.example","click")'
+    evil_model = "+cmd|' /C calc'!A0"
+    frame["judge"] = frame["judge"].replace({users[0]: evil_user, users[1]: "@SUM(1+1)"})
+    for col in ("model_a", "model_b"):
+        frame[col] = frame[col].replace({models[0]: evil_model, models[1]: "-2+3"})
+    path = tmp_path / "votes.jsonl"  # JSONL keeps the names verbatim on the way in
+    write_battles(frame, path)
+    out = tmp_path / "out"
+    args = [str(path), "--out", str(out), "--no-features", "--min-votes", "20"]
+    assert rank([*args, "--bootstrap", "10"]) == 0, capsys.readouterr().err
+
+    def cells(name: str) -> list[dict[str, str]]:
+        with (out / name).open(encoding="utf-8", newline="") as handle:
+            return list(csv.DictReader(handle))
+
+    user_rows = {r["user"]: r for r in cells("users.csv")}
+    assert "'" + evil_user in user_rows and "'@SUM(1+1)" in user_rows
+    assert evil_user not in user_rows
+    model_names = {r["model"] for r in cells("models.csv")}
+    assert {"'" + evil_model, "'-2+3"} <= model_names
+    assert not any(name[:1] in "=+-@" for name in model_names)
+    # Numbers are untouched: negative correlations stay plain negative numbers.
+    rhos = [r[k] for r in user_rows.values() for k in ("rho_elo", "rho_bt") if r[k]]
+    negative = [v for v in rhos if v.startswith("-")]
+    assert negative and all(float(v) < 0 for v in negative)
+    assert not any(v.startswith("'") for v in rhos)
+    # The JSON report keeps the names as they are.
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert evil_user in {u["user"] for u in data["per_user"]}
+
+
+def test_missing_input_leaves_no_output_folder(tmp_path, capsys):
+    out = tmp_path / "r"
+    missing = tmp_path / "nosuch.csv"
+    assert rank([str(missing), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "prefduel: error:" in err and str(missing) in err and "does not exist" in err
+    assert not out.exists()
+    nested = tmp_path / "a" / "b"
+    assert rank(["--from-run", str(tmp_path / "nosuch.jsonl"), "--out", str(nested)]) == 2
+    assert str(tmp_path / "nosuch.jsonl") in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()

@@ -194,6 +194,14 @@ def command_line(argv_args: argparse.Namespace) -> str:
     return shlex.join(parts)
 
 
+def _make_out_dir(out_dir: Path) -> None:
+    """Create the output folder (after the input was read: a failed read leaves none behind)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"rank: cannot create {out_dir}: {exc.strerror or exc}") from None
+
+
 def _load_run(args: argparse.Namespace, out_dir: Path, out: Any) -> tuple[Any, int]:
     """Re-run the cell of ``--from-run``, write its clicks, return ``(frame, rounds)``."""
     from prefduel.pages.replay import find_row, load_rows, replay_trajectory
@@ -212,6 +220,7 @@ def _load_run(args: argparse.Namespace, out_dir: Path, out: Any) -> tuple[Any, i
     )
     trajectory = replay_trajectory(world, row)
     frame = trajectory_battles(world, trajectory, policy=policy)
+    _make_out_dir(out_dir)
     path = write_battles(frame, out_dir / "clicks.csv")
     out.write(
         f"wrote {path}: {len(frame)} clicks of {policy} on {label} (seed {args.seed}), "
@@ -233,11 +242,7 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
 
     if bool(args.battles) == bool(args.from_run):
         raise SpecError("rank: give either a BATTLES file or --from-run RESULTS (exactly one)")
-    out_dir = Path(args.out)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SpecError(f"rank: cannot create {out_dir}: {exc.strerror or exc}") from None
+    out_dir = Path(args.out)  # created only once the input has been read
     columns = {
         "model_a": args.model_a_col,
         "model_b": args.model_b_col,
@@ -269,6 +274,7 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
         battles = read_battles(
             args.battles, schema, fmt=args.format, encoding_errors=args.encoding_errors
         )
+        _make_out_dir(out_dir)
     config = RankConfig(
         k=args.k,
         min_votes=25 if min_votes is None else min_votes,

@@ -2,7 +2,7 @@
 
 A config is YAML (see ``examples/small.yaml``)::
 
-    name: small                     # world name (default: the file's stem)
+    name: small                     # world name, a folder name (default: the file's stem)
     seed: 0                         # cue draws, arrival layout, the scripted backend's truth
     output: worlds/small            # the stored world (a directory)
     llm: {backend: scripted}        # LLMConfig keys: backend, base_url, api_key_env, ...
@@ -273,7 +273,7 @@ class DatagenConfig:
     """A validated datagen config (see the module docstring for the YAML).
 
     Attributes:
-        name: World name.
+        name: World name (a folder name: the default output is ``worlds/<name>``).
         seed: Seed of cue draws, layout, clicks and the scripted truth.
         output: World directory.
         source: The config file ("" for configs built in code).
@@ -423,6 +423,23 @@ def _ident(value: Any, path: str, where: _Where) -> str:
     text = _str(value, path, where)
     if not _ID.match(text):
         raise where.error(path, f"expected an id (letters, digits, _ . -), got {text!r}")
+    return text
+
+
+#: Characters a name that becomes a file or folder name may not contain: the path separators
+#: slash and backslash, the drive separator colon, and control characters (NUL included).
+_UNSAFE_NAME = re.compile(r"[/\\:\x00-\x1f\x7f]")
+_FOLDER_NAME_RULE = (
+    "expected a name usable as a folder name: not empty, not '.' or '..', and without '/', "
+    "'\\', ':' or control characters (NUL included)"
+)
+
+
+def _folder_name(value: Any, path: str, where: _Where) -> str:
+    """A user-given name that becomes a file or folder name (it cannot leave its folder)."""
+    text = _str(value, path, where)
+    if text in (".", "..") or _UNSAFE_NAME.search(text):
+        raise where.error(path, f"{_FOLDER_NAME_RULE}; got {text!r}")
     return text
 
 
@@ -910,7 +927,11 @@ def config_from_mapping(
     _keys(data, "(top level)", where, optional=_TOP_KEYS)
     base_dir = Path(base) if base is not None else (Path(source).parent if source else Path("."))
 
-    name = _str(data.get("name", Path(source).stem if source else "datagen"), "name", where)
+    name = _folder_name(
+        data["name"] if "name" in data else (Path(source).stem if source else "datagen"),
+        "name" if "name" in data else "name (default: the file's stem)",
+        where,
+    )
     seed = _int(data.get("seed", 0), "seed", where, low=0)
     if seed >= 2**32:
         raise where.error("seed", f"expected a seed below 2**32, got {seed}")

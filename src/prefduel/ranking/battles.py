@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from prefduel.ranking import _deps
+from prefduel.ranking.csvcells import spreadsheet_safe
 from prefduel.ranking.errors import BattleFormatError
 
 #: Outcome codes of a battle, from ``model_a``'s side: 1 win, 0 loss, 0.5 tie (a half win each).
@@ -348,7 +349,9 @@ def read_battles(
 def write_battles(frame: Any, path: str | Path, *, fmt: str | None = None) -> Path:
     """Write a table of battles as CSV, JSON (records), JSONL or Parquet (by suffix or ``fmt``).
 
-    List-valued cells (Arena conversations) are stored as JSON strings in CSV.
+    List-valued cells (Arena conversations) are stored as JSON strings in CSV, and CSV text
+    cells that a spreadsheet would run as a formula get a leading apostrophe
+    (`spreadsheet_safe`); the other formats keep every value as it is.
 
     Args:
         frame: A pandas DataFrame (e.g. from `synthetic_arena`).
@@ -365,13 +368,17 @@ def write_battles(frame: Any, path: str | Path, *, fmt: str | None = None) -> Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "csv":
         out = frame.copy()
+        types = pd.api.types
         for col in out.columns:
-            if (
-                out[col].dtype == object
-                and out[col].map(lambda v: isinstance(v, list | dict)).any()
-            ):
-                out[col] = out[col].map(lambda v: json.dumps(v, ensure_ascii=False))
-        out.to_csv(path, index=False)
+            column = out[col]
+            if types.is_numeric_dtype(column) or types.is_datetime64_any_dtype(column):
+                continue  # numbers stay numbers (negative ones included)
+            column = column.astype(object)
+            if column.map(lambda v: isinstance(v, list | dict)).any():
+                column = column.map(lambda v: json.dumps(v, ensure_ascii=False))
+            out[col] = column.map(spreadsheet_safe)
+        header = [spreadsheet_safe(str(col)) for col in out.columns]
+        out.to_csv(path, index=False, header=header)
     elif fmt == "json":
         path.write_text(frame.to_json(orient="records", force_ascii=False), encoding="utf-8")
     elif fmt == "jsonl":

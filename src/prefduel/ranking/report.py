@@ -28,6 +28,7 @@ import numpy as np
 
 from prefduel.ranking.analysis import RankAnalysis
 from prefduel.ranking.battles import NOTE_REASONS, SKIP_REASONS
+from prefduel.ranking.csvcells import spreadsheet_safe
 from prefduel.ranking.errors import RankingError
 from prefduel.ranking.style import standardize
 
@@ -123,12 +124,13 @@ def _json_default(value: Any) -> Any:
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write ``rows`` as CSV, text cells made safe for spreadsheets (`spreadsheet_safe`)."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         if not rows:
             return
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)
 
 
 # -- figures ---------------------------------------------------------------------------------
