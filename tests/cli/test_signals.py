@@ -3,6 +3,7 @@ processes never outlive their coordinator (issue 15, items 3 and 5)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -97,3 +98,25 @@ def test_workers_die_with_a_killed_coordinator(toy_world, tmp_path):
     proc.kill()
     proc.communicate(timeout=20)
     assert not _wait_gone(workers, 5), "worker processes outlived a killed coordinator"
+
+
+def test_a_kill_loses_only_the_cells_in_flight(toy_world, tmp_path):
+    """Each cell's row is stored as it finishes, not when its (world, seed) is done (issue 15,
+    item 4): a kill while the slow policy runs keeps the fast policy's rows of that world."""
+    (tmp_path / "slow.py").write_text(SLOW)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    out = tmp_path / "r.jsonl"
+    cmd = [
+        sys.executable, "-m", "prefduel.cli.main", "run", "--worlds", toy_world, "--seeds", "0",
+        "--policies", f"random,notransfer,{tmp_path / 'slow.py'}:Slow", "--jobs", "1",
+        "--out", str(out), "--no-progress",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=dict(os.environ, PIDS=str(pids)), stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(pids.iterdir()) and time.monotonic() < deadline:  # the slow cell started
+        time.sleep(0.05)
+    proc.kill()
+    proc.communicate(timeout=20)
+    stored = [json.loads(line)["policy"] for line in out.read_text().splitlines()]
+    assert {"random", "notransfer"} <= set(stored)

@@ -4,8 +4,10 @@ A *cell* is one ``(world, seed, policy)``; besides the policy cells, every ``(wo
 its reference rows (floor, random, oracles, ...; see `prefduel.runner.references`).
 Cells already in the results file are skipped, so re-running an interrupted sweep resumes it.
 
-The work is cut into *units*, one per ``(world, seed)`` with its unfinished policies (and its
-references when missing), so each world is generated once per unit. Units run on any
+The work is cut into *units*: one per unfinished policy cell, and one per ``(world, seed)`` whose
+references are missing, so each cell's row is stored as soon as it finishes (a kill loses only
+the cells in flight). A worker keeps the last few worlds it built for the sweep, so a world is
+generated about once per worker, not once per cell. Units run on any
 `concurrent.futures.Executor`: none for ``jobs=1`` (in-process), a
 `ProcessPoolExecutor` for ``jobs>1``, or one passed in, e.g. a Dask
 ``Client.get_executor()``. Workers only compute; the coordinating process appends their rows to
@@ -15,12 +17,14 @@ the store as units finish (so the file order may vary between runs, the rows do 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 import os
 import signal
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
@@ -52,8 +56,9 @@ ReferenceFn = Callable[[World], list[dict[str, Any]]]
 
 @dataclass(frozen=True)
 class Unit:
-    """One unit of work: a world and seed, the policies to run on it, and whether to add the
-    reference rows.
+    """One unit of work on a world and seed: the policies to run on it, and whether to add the
+    reference rows. The sweep plans one unit per policy cell and one for the references, so
+    every cell's row is stored as soon as it finishes.
 
     Attributes:
         world: World label (roster id or normalized stored-world path).
@@ -62,6 +67,8 @@ class Unit:
         references: Compute the reference rows too.
         allow_test: Passed to `get_world`.
         reference_fn: Replacement for ``reference_rows`` (tests, extensions); must be picklable.
+        sweep_id: Identifies the sweep, so a worker reuses a world it built for an earlier
+            unit of the same sweep (never one from an earlier sweep, whose files may differ).
     """
 
     world: str
@@ -70,6 +77,7 @@ class Unit:
     references: bool
     allow_test: bool = False
     reference_fn: ReferenceFn | None = None
+    sweep_id: str = ""
 
 
 @dataclass
@@ -169,20 +177,25 @@ def plan_units(
     allow_test: bool = False,
     reference_fn: ReferenceFn | None = None,
 ) -> list[Unit]:
-    """Units for the cells of the grid that are not in ``store`` yet, in grid order.
+    """Units for the cells of the grid that are not in ``store`` yet, in grid order: one per
+    policy cell, and one per ``(world, seed)`` for its references.
 
     A ``(world, seed)`` whose stored reference rows miss any name of
     `prefduel.runner.references.REFERENCES` gets its references computed again
     (rows already stored are not written twice).
     """
 
+    sweep_id = uuid.uuid4().hex
     units = []
     for world in worlds:
         for seed in seeds:
-            todo = tuple(p for p in specs if ("policy", world, seed, p) not in store)
-            refs = any(("reference", world, seed, r) not in store for r in REFERENCES)
-            if todo or refs:
-                units.append(Unit(world, seed, todo, refs, allow_test, reference_fn))
+            for spec in specs:
+                if ("policy", world, seed, spec) not in store:
+                    units.append(
+                        Unit(world, seed, (spec,), False, allow_test, reference_fn, sweep_id)
+                    )
+            if any(("reference", world, seed, r) not in store for r in REFERENCES):
+                units.append(Unit(world, seed, (), True, allow_test, reference_fn, sweep_id))
     return units
 
 
@@ -234,8 +247,14 @@ def labelled_world(name: str, seed: int, *, allow_test: bool = False) -> World:
 
 
 def _unit_world(unit: Unit) -> World:
-    """The world of a unit, labelled with the unit's name (`labelled_world`)."""
-    return labelled_world(unit.world, unit.seed, allow_test=unit.allow_test)
+    """The world of a unit, labelled with the unit's name (`labelled_world`); a worker builds
+    each world of a sweep once and reuses it for that world's other cells."""
+    return _cached_world(unit.world, unit.seed, unit.allow_test, unit.sweep_id)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_world(name: str, seed: int, allow_test: bool, sweep_id: str) -> World:
+    return labelled_world(name, seed, allow_test=allow_test)
 
 
 def _reference_rows(world: World, reference_fn: ReferenceFn | None) -> list[dict[str, Any]]:
@@ -286,9 +305,12 @@ def _run_inline(units: Sequence[Unit], store: ResultsStore, bar: Any) -> None:
             raise result.error
 
 
-def _run_futures(futures: Sequence[Future], store: ResultsStore, bar: Any) -> None:
+def _run_futures(
+    futures: Sequence[Future], store: ResultsStore, bar: Any, *, cancel_on_interrupt: bool = True
+) -> None:
     """Store results in completion order; on the first error cancel what has not started,
-    store what still finishes, then raise the error."""
+    store what still finishes, then raise the error. On Ctrl-C, cancel the rest unless the
+    caller stops the workers itself (``cancel_on_interrupt=False``)."""
     error: BaseException | None = None
     try:
         for fut in as_completed(futures):
@@ -303,6 +325,11 @@ def _run_futures(futures: Sequence[Future], store: ResultsStore, bar: Any) -> No
                 error = exc
                 for other in futures:
                     other.cancel()
+    except KeyboardInterrupt:
+        if cancel_on_interrupt:
+            for other in futures:
+                other.cancel()
+        raise
     except BaseException:
         for other in futures:
             other.cancel()
@@ -337,15 +364,18 @@ def _run_units(
         # Submit before the progress bar starts its monitor thread (forking with threads is unsafe).
         futures = [pool.submit(run_unit, unit) for unit in units]
         with bar_factory() as bar:
-            _run_futures(futures, store, bar)
+            _run_futures(futures, store, bar, cancel_on_interrupt=not own)
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
-        if own:
-            if interrupted:
-                _stop_workers(pool)
-            pool.shutdown(wait=not interrupted, cancel_futures=True)
+        if own and interrupted:
+            # Stop the workers first: the pool then fails the futures still queued itself
+            # (cancelling them first races with that in Python 3.11 and prints a traceback).
+            _stop_workers(pool)
+            pool.shutdown(wait=False)
+        elif own:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _worker_setup(coordinator: int) -> None:
