@@ -86,3 +86,20 @@ def test_run_says_where_the_rows_went(toy_world, tmp_path, capsys):
     assert main([*args, "--out", str(out), *RUN]) == 0
     assert f"0 new cells, 2 already in {out}" in capsys.readouterr().err
 
+
+
+def test_seeds_beyond_the_protocol_are_run_with_a_note(tmp_path, capsys, monkeypatch):
+    from prefduel.cli import main as cli
+
+    monkeypatch.setattr(cli, "sweep", lambda *a, **k: [])
+    args = ["run", "--worlds", "dev", "--seeds", "30-33", "--out", str(tmp_path / "r.jsonl")]
+    assert main(args) == 0
+    assert "note: dev is reported on seeds 0-31 in its protocol; 2 of the requested" in (
+        capsys.readouterr().err
+    )
+
+
+def test_leaderboard_help_shows_its_defaults(capsys):
+    assert main(["leaderboard", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: results.jsonl)" in text and "(default: random,notransfer" in text

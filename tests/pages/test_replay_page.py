@@ -181,3 +181,19 @@ def test_cli_replay_missing_file_and_locked_roster(tmp_path: Path, capsys):
     assert "roster 'test-profiles' is a locked held-out roster" in capsys.readouterr().err
     assert main(["replay", str(empty), "--out", str(tmp_path / "r.html")]) == 2
     assert "no row for world 'dev' in the results file (it is empty)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field", ["R", "G", "R_rand", "excess", "score", "excess_per_round"])
+def test_a_row_with_an_edited_total_is_refused(tmp_path, field):
+    """Replay checked only the per-arrival values, so an edited R/excess/score passed."""
+    from pb_toys import make_world
+    from prefduel.pages.replay import check_trajectory
+
+    world = make_world(0)
+    row = run_cell(world, "random", keep_trajectory=True)
+    trajectory = row.pop("trajectory")
+    check_trajectory(world, row, trajectory)  # the true row passes
+    edited = dict(row)
+    edited[field] = [v + 1.0 for v in row[field]] if field == "excess_per_round" else row[field] + 1
+    with pytest.raises(ResultsFileError, match=f"does not reproduce the stored row.*{field}"):
+        check_trajectory(world, edited, trajectory)

@@ -46,7 +46,7 @@ from prefduel.runner.store import ResultsStore
 from prefduel.runner.sweep import sweep
 from prefduel.stats.sections import StatsOptions, parse_names, stats_report
 from prefduel.stats.table import FORMATS, format_table, summarize_rows
-from prefduel.worlds.rosters import ROSTERS, get_roster
+from prefduel.worlds.rosters import ROSTERS, get_roster, is_roster
 
 PROG = "prefduel"
 DEFAULT_POLICIES = "random,notransfer,pooled,coduel"
@@ -162,9 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--worlds", default=LEADERBOARD_WORLDS, help=f"default: {LEADERBOARD_WORLDS}"
     )
     board.add_argument("--seeds", default="0-31", help="default: 0-31")
-    board.add_argument("--policies", default=LEADERBOARD_POLICIES, help="comma list of specs")
     board.add_argument(
-        "--results", default="results.jsonl", help="results file (read and extended)"
+        "--policies",
+        default=LEADERBOARD_POLICIES,
+        help="comma list of specs (default: %(default)s)",
+    )
+    board.add_argument(
+        "--results",
+        default="results.jsonl",
+        help="results file, read and extended (default: %(default)s)",
     )
     board.add_argument(
         "--md", default="leaderboard.md", help="Markdown output (default: %(default)s)"
@@ -259,6 +265,7 @@ def _sweep_args(args: argparse.Namespace, results: str) -> list[dict[str, Any]]:
     (on the Dask cluster of ``--scheduler`` if given)."""
     worlds, policies = parse_names(args.worlds), split_specs(args.policies)
     seeds = parse_seeds(args.seeds)
+    _note_seeds_beyond_protocol(worlds, seeds)
     cluster = (
         dask_executor(args.scheduler, worlds=worlds, policies=policies)
         if args.scheduler
@@ -280,6 +287,24 @@ def _sweep_args(args: argparse.Namespace, results: str) -> list[dict[str, Any]]:
     new = sum(key not in before for key in cells)
     print(f"{PROG}: {new} new cells, {len(cells) - new} already in {results}", file=sys.stderr)
     return rows
+
+
+def _note_seeds_beyond_protocol(worlds: list[str], seeds: list[int]) -> None:
+    """Say so when seeds go beyond a roster's reporting protocol (allowed, but worth knowing)."""
+    for name in worlds:
+        if not is_roster(name):
+            continue
+        try:
+            protocol = get_roster(name).seeds
+        except PrefduelError:
+            continue  # the sweep reports the problem with the name
+        beyond = [s for s in seeds if s >= protocol]
+        if beyond:
+            print(
+                f"{PROG}: note: {name} is reported on seeds 0-{protocol - 1} in its protocol; "
+                f"{len(beyond)} of the requested seeds are beyond them",
+                file=sys.stderr,
+            )
 
 
 def _stored_keys(path: str) -> set[tuple[str, str, int, str]]:

@@ -87,7 +87,8 @@ def find_row(rows: list[dict[str, Any]], world: str, seed: int, policy: str) -> 
 
 
 def check_trajectory(world: World, row: dict[str, Any], trajectory: Trajectory) -> None:
-    """Check that ``trajectory`` reproduces the row's ``excess_per_arrival``.
+    """Check that ``trajectory`` reproduces every score field of the row (per arrival, per
+    round and the totals ``R``, ``G``, ``R_rand``, ``excess``, ``score``).
 
     Raises:
         ResultsFileError: shapes differ or the excess regrets do not match (the message names the
@@ -105,12 +106,9 @@ def check_trajectory(world: World, row: dict[str, Any], trajectory: Trajectory) 
             f"the row's excess_per_arrival has {got} entries, the world has {world.N} arrivals "
             "(is it a row of another world?)"
         )
-    recomputed = np.asarray(
-        summarize(world, trajectory.first, trajectory.second)["excess_per_arrival"]
-    )
-    stored_arr = np.asarray(stored, dtype=float)
-    if not np.allclose(recomputed, stored_arr, rtol=1e-6, atol=1e-6):
-        bad = int(np.flatnonzero(~np.isclose(recomputed, stored_arr, rtol=1e-6, atol=1e-6))[0])
+    recomputed = summarize(world, trajectory.first, trajectory.second)
+    mismatch = _first_mismatch(row, recomputed)
+    if mismatch is not None:
         version = row.get("version", "unknown")
         why = (
             f"the row was written by prefduel {version}, this is {__version__}"
@@ -119,10 +117,32 @@ def check_trajectory(world: World, row: dict[str, Any], trajectory: Trajectory) 
         )
         raise ResultsFileError(
             f"re-running policy {row.get('policy')!r} on world {row.get('world')!r}, seed "
-            f"{row.get('seed')} does not reproduce the stored row (excess regret of arrival {bad}: "
-            f"stored {stored_arr[bad]:.6f}, recomputed {recomputed[bad]:.6f}; {why}); refusing "
+            f"{row.get('seed')} does not reproduce the stored row ({mismatch}; {why}); refusing "
             "to draw a page that would not show what that run did"
         )
+
+
+def _first_mismatch(row: dict[str, Any], recomputed: dict[str, Any]) -> str | None:
+    """The first score field of ``row`` that the re-run does not reproduce, described; None
+    when every one matches (to 1e-6)."""
+    for name in ("excess_per_arrival", "excess_per_round", "R", "G", "R_rand", "excess", "score"):
+        want = np.asarray(recomputed[name], dtype=float)
+        try:
+            got = np.asarray(row.get(name), dtype=float)
+        except (TypeError, ValueError):
+            return f"{name} is {row.get(name)!r}"
+        if got.shape != want.shape:
+            return f"{name} has shape {got.shape}, the re-run {want.shape}"
+        close = np.isclose(got, want, rtol=1e-6, atol=1e-6)
+        if not close.all():
+            if want.ndim == 0:
+                return f"{name}: stored {float(got):.6f}, recomputed {float(want):.6f}"
+            bad = int(np.flatnonzero(~close)[0])
+            what = "arrival" if name == "excess_per_arrival" else "round"
+            return (
+                f"{name} of {what} {bad}: stored {got[bad]:.6f}, recomputed {want[bad]:.6f}"
+            )
+    return None
 
 
 def replay_trajectory(world: World, row: dict[str, Any]) -> Trajectory:
