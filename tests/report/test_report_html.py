@@ -198,3 +198,21 @@ def test_inline_svg_ids_do_not_collide(built: dict, tmp_path: Path):
     svgs = re.findall(r"<svg .*?</svg>", built["html"], re.S)
     prefixes = {re.search(r'id="([^"]+?)-', s).group(1) for s in svgs}
     assert len(prefixes) == len(svgs)
+
+
+def test_the_paired_gains_figure_shows_its_whole_legend_and_label(built):
+    """With one world the forest was narrower than its legend and x label, which were cut."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from prefduel.report.figures import forest_figure, policy_colors
+
+    world = built["result"].worlds[0]
+    colors = policy_colors(["random", "notransfer", "pooled"], "random")
+    fig = forest_figure([world], colors, "random")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    frame = fig.bbox
+    boxes = [fig.legends[0].get_window_extent(renderer), fig._supxlabel.get_window_extent(renderer)]
+    for box in boxes:
+        assert frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1, (box, frame)

@@ -79,6 +79,9 @@ class MissingDependencyError(PrefduelError, ImportError):
     """An optional dependency (matplotlib for report figures) is not installed."""
 
 
+#: Inches: the paired-gains legend and x label need this much even for one world.
+MIN_GAINS_WIDTH = 7.4
+
 def require_matplotlib() -> Any:
     """Import matplotlib, or explain how to install it.
 
@@ -280,8 +283,10 @@ def forest_figure(
     ncols = min(3, len(worlds))
     nrows = math.ceil(len(worlds) / ncols)
     label_width = max(len(p) for p in order)
+    # at least as wide as the legend and the axis label, which are not shrunk with one world
+    width = max(MIN_GAINS_WIDTH, 0.4 + 0.075 * label_width + 3.3 * ncols)
     fig = Figure(
-        figsize=(0.4 + 0.075 * label_width + 3.3 * ncols, nrows * (0.8 + 0.3 * len(order)) + 0.9),
+        figsize=(width, nrows * (0.8 + 0.3 * len(order)) + 0.9),
         layout="constrained",
     )
     axes = np.atleast_1d(
