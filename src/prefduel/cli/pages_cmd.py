@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from prefduel.core.errors import PrefduelError
 from prefduel.pages._html import check_arrival
 from prefduel.pages.play import play_page
@@ -120,11 +122,14 @@ def cmd_replay(args: argparse.Namespace, out: Any) -> int:
     policy = canonical_spec(args.policy)
     row = find_row(rows, label, args.seed, policy)
     arrival = check_arrival(world, args.arrival)
-    print(
-        f"re-running {policy} on {label}, seed {args.seed} to recover its pairs ...",
+    with tqdm(
+        total=world.N,
+        unit="arrival",
+        desc=f"re-running {policy} on {label}, seed {args.seed} to recover its pairs",
         file=sys.stderr,
-    )
-    trajectory = replay_trajectory(world, row)
+        leave=False,
+    ) as bar:
+        trajectory = replay_trajectory(world, row, on_arrival=lambda _: bar.update())
     _write(args.out, replay_page(world, row, trajectory, arrival=arrival))
     out.write(
         f"wrote {args.out}: {policy} on {label}, seed {args.seed}, {world.N} arrivals "

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from prefduel.cli.argtypes import int_at_least, positive_float
 from prefduel.core.errors import SpecError
 
@@ -214,11 +216,14 @@ def _load_run(args: argparse.Namespace, out_dir: Path, out: Any) -> tuple[Any, i
     world = labelled_world(label, args.seed, allow_test=args.allow_test)
     policy = canonical_spec(args.policy)
     row = find_row(rows, label, args.seed, policy)
-    print(
-        f"re-running {policy} on {label}, seed {args.seed} to recover its clicks ...",
+    with tqdm(
+        total=world.N,
+        unit="arrival",
+        desc=f"re-running {policy} on {label}, seed {args.seed} to recover its clicks",
         file=sys.stderr,
-    )
-    trajectory = replay_trajectory(world, row)
+        leave=False,
+    ) as bar:
+        trajectory = replay_trajectory(world, row, on_arrival=lambda _: bar.update())
     frame = trajectory_battles(world, trajectory, policy=policy)
     _make_out_dir(out_dir)
     path = write_battles(frame, out_dir / "clicks.csv")

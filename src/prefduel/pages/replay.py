@@ -10,6 +10,7 @@ package does not reproduce (e.g. one written by another version) is refused with
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,17 +146,20 @@ def _first_mismatch(row: dict[str, Any], recomputed: dict[str, Any]) -> str | No
     return None
 
 
-def replay_trajectory(world: World, row: dict[str, Any]) -> Trajectory:
+def replay_trajectory(
+    world: World, row: dict[str, Any], *, on_arrival: Callable[[int], None] | None = None
+) -> Trajectory:
     """Recompute the pairs and clicks behind a result row by re-running its cell.
 
     Args:
         world: The row's world, with the row's name and seed.
         row: A policy row (``policy`` is the spec that is run again).
+        on_arrival: Called as each arrival of the re-run ends (progress).
 
     Raises:
         ResultsFileError: the re-run does not reproduce the row (see `check_trajectory`).
     """
-    fresh = run_cell(world, str(row["policy"]), keep_trajectory=True)
+    fresh = run_cell(world, str(row["policy"]), keep_trajectory=True, on_arrival=on_arrival)
     trajectory = fresh["trajectory"]
     check_trajectory(world, row, trajectory)
     return trajectory

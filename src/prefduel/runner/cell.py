@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +27,24 @@ class Trajectory:
     outcome: np.ndarray
 
 
-def play(world: World, policy: Any, rng: np.random.Generator, label: str = "policy") -> Trajectory:
+def play(
+    world: World,
+    policy: Any,
+    rng: np.random.Generator,
+    label: str = "policy",
+    on_arrival: Callable[[int], None] | None = None,
+) -> Trajectory:
     """Drive ``policy`` through every arrival and round of ``world``.
 
     Clicks follow the benchmark's one click rule, `World.click` (canonical order, then a
     flip), so ``(i, j)`` and ``(j, i)`` receive the same click under common random numbers.
+
+    Args:
+        world: The world.
+        policy: The policy instance.
+        rng: The policy's generator.
+        label: The policy's name in error messages.
+        on_arrival: Called with each arrival's index once its session is over (progress).
 
     Raises:
         PolicyError: naming the policy, world, seed, arrival and round of any protocol violation
@@ -73,6 +87,8 @@ def play(world: World, policy: Any, rng: np.random.Generator, label: str = "poli
             call("update", y, arrival=n, rnd=s)
             first[n, s], second[n, s], outcome[n, s] = i, j, y
         call("end_student", arrival=n)
+        if on_arrival is not None:
+            on_arrival(n)
     return Trajectory(first, second, outcome)
 
 
@@ -90,7 +106,11 @@ def policy_rng(seed: int, canonical: str) -> np.random.Generator:
 
 
 def run_cell(
-    world: World, spec: str | PolicySpec, *, keep_trajectory: bool = False
+    world: World,
+    spec: str | PolicySpec,
+    *,
+    keep_trajectory: bool = False,
+    on_arrival: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the policy named by ``spec`` on ``world`` and return its result row.
 
@@ -99,6 +119,7 @@ def run_cell(
         spec: A policy spec (registered id with settings, ``file.py:Class`` or
             ``module:Class``), or one already resolved (`PolicySpec`).
         keep_trajectory: Also return the shown pairs and clicks under ``"trajectory"``.
+        on_arrival: Called with each arrival's index as its session ends (progress).
 
     Returns:
         A JSON-serializable row: kind, world, seed, policy (canonical spec), R, G, R_rand,
@@ -108,7 +129,8 @@ def run_cell(
     resolved = resolve_spec(spec)
     canonical, policy = resolved.canonical, resolved.build()
     start = time.perf_counter()
-    traj = play(world, policy, policy_rng(world.seed, canonical), label=canonical)
+    rng = policy_rng(world.seed, canonical)
+    traj = play(world, policy, rng, label=canonical, on_arrival=on_arrival)
     wall = time.perf_counter() - start
     fields = summarize(world, traj.first, traj.second)
     row = ResultRow.build("policy", world.name, world.seed, canonical, fields, wall).to_json()
