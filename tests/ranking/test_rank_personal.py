@@ -100,3 +100,22 @@ def test_planted_structure_is_recovered():
     summary = result.summary_bt
     assert summary["n"] == result.personal.users.size
     assert 0.3 < summary["share_below_0.5"] < 0.8  # about half the users depart
+
+
+def test_analyze_reports_its_stages_in_order():
+    """rank ran silently for tens of seconds; the CLI shows these stages as they start."""
+    from pb_rank_data import FAST
+
+    from prefduel.ranking import analyze
+
+    battles = analysis()[0]
+    seen: list[str] = []
+    analyze(battles, FAST, on_stage=seen.append)
+    assert seen == [
+        "global ratings",
+        "per-user ratings",
+        "topics",
+        "style features",
+        "meta-styles",
+        "prediction",
+    ]

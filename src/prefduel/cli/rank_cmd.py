@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -314,7 +315,12 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
         )
         + "\n"
     )
-    result = analyze(battles, config)
+    started = time.perf_counter()
+
+    def stage(name: str) -> None:
+        print(f"prefduel rank: {name} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+
+    result = analyze(battles, config, on_stage=stage)
     paths = write_report(result, out_dir, command=command_line(args))
     out.write(_summary_text(result))
     for message in result.messages:

@@ -11,6 +11,7 @@ why, travels with the result.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -264,12 +265,20 @@ def _num(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-def analyze(battles: Battles, config: RankConfig | None = None) -> RankAnalysis:
+def analyze(
+    battles: Battles,
+    config: RankConfig | None = None,
+    *,
+    on_stage: Callable[[str], None] | None = None,
+) -> RankAnalysis:
     """Run the personalized-ranking analysis.
 
     Args:
         battles: Validated battles (see `read_battles`).
         config: Settings (default `RankConfig`).
+        on_stage: Called with a stage's name as it starts (``global ratings``, ``per-user
+            ratings``, ``topics``, ``style features``, ``meta-styles``, ``prediction``), so a
+            caller can show progress through the long steps.
 
     Returns:
         A `RankAnalysis`.
@@ -280,12 +289,15 @@ def analyze(battles: Battles, config: RankConfig | None = None) -> RankAnalysis:
     config = config or RankConfig()
     timings: dict[str, float] = {}
     messages: list[str] = []
+    stage = on_stage or (lambda name: None)
     clock = time.perf_counter()
 
+    stage("global ratings")
     glob = _global(battles, config, messages)
     timings["global"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
+    stage("per-user ratings")
     personal = personal_ratings(
         battles, config.min_votes, k=config.k, bt_mode=config.bt_mode, ridge=config.ridge
     )
@@ -322,7 +334,7 @@ def analyze(battles: Battles, config: RankConfig | None = None) -> RankAnalysis:
         timings=timings,
     )
     if config.features:
-        _features(result)
+        _features(result, stage)
     else:
         messages.append("topic, style and prediction steps were not run (features off)")
     return result
@@ -379,7 +391,7 @@ def _global(battles: Battles, config: RankConfig, messages: list[str]) -> Global
     )
 
 
-def _features(result: RankAnalysis) -> None:
+def _features(result: RankAnalysis, stage: Callable[[str], None]) -> None:
     """Topic and style profiles, meta-styles, clusters and predictions, in place."""
     battles, config, personal = result.battles, result.config, result.personal
     messages, timings = result.messages, result.timings
@@ -390,6 +402,7 @@ def _features(result: RankAnalysis) -> None:
         )
         return
     clock = time.perf_counter()
+    stage("topics")
     prompts = battles.prompts
     has_text = np.asarray([bool(t) for t in prompts.tolist()], dtype=bool)
     topics = None
@@ -408,6 +421,7 @@ def _features(result: RankAnalysis) -> None:
 
     # Profiles of analysed users: mean over their battles' prompts.
     clock = time.perf_counter()
+    stage("style features")
     slot = np.full(battles.n_users, -1, dtype=np.int64)
     slot[personal.users] = np.arange(personal.users.size)
     rows = np.flatnonzero(has_text & (slot[battles.user] >= 0))
@@ -438,6 +452,7 @@ def _features(result: RankAnalysis) -> None:
     result.user_style = user_style[keep]
     result.style_names = names
     clock = time.perf_counter()
+    stage("meta-styles")
     try:
         result.styles = meta_styles(
             user_style[keep],
@@ -452,6 +467,7 @@ def _features(result: RankAnalysis) -> None:
     timings["meta_styles"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
+    stage("prediction")
     x = np.hstack([user_topics[keep], user_style[keep]])
     folds = min(config.folds, keep.size)
     if keep.size < max(folds, 4) or folds < 2:
