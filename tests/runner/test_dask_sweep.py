@@ -398,3 +398,32 @@ def test_missing_distributed(monkeypatch, small_world: str, tmp_path: Path, caps
     assert main([*argv, "--out", str(tmp_path / "r.jsonl"), "--scheduler", "tcp://x:1"]) == 2
     err = capsys.readouterr().err
     assert INSTALL_HINT in err and "Traceback" not in err
+
+
+def test_a_cluster_without_workers_fails_the_run_instead_of_waiting_forever(
+    small_world: str, tmp_path: Path
+):
+    """Issue 15: a Dask cluster with no workers left waited forever; say so after a timeout."""
+    out = tmp_path / "r.jsonl"
+    with distributed.LocalCluster(
+        n_workers=1,
+        processes=True,
+        threads_per_worker=1,
+        dashboard_address=":0",
+        silence_logs=logging.CRITICAL,
+    ) as lonely:
+        policy = tmp_path / "gate.py"
+        policy.write_text(
+            "import time\nfrom prefduel.policies import Policy\n"
+            "class Gate(Policy):\n"
+            "    def select(self, Phi):\n"
+            "        time.sleep(0.05)\n"
+            "        return 0, 1\n"
+        )
+        grid = ([small_world], list(range(40)), [f"{policy}:Gate"])
+        started = time.monotonic()
+        with dask_executor(lonely.scheduler_address, timeout=3) as executor:
+            lonely.scale(0)  # the last worker leaves while units wait
+            with pytest.raises(ClusterError, match=r"no Dask workers .* for 3 s"):
+                sweep(*grid, out, progress=False, executor=executor)
+        assert time.monotonic() - started < 30

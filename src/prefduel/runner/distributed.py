@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, InvalidStateError
@@ -107,7 +108,9 @@ class _DaskFuture(Future):
 
     def _settle(self, dask_future: Any) -> None:
         """Done-callback of the Dask future (runs in Dask's callback thread)."""
-        if self.cancelled():
+        if self.done():  # cancelled, or failed by the no-worker watchdog: nothing to copy
+            with self._lock:
+                self._dask_future = None
             return
         try:
             status = dask_future.status
@@ -139,13 +142,15 @@ class DaskExecutor(Executor):
         address: Scheduler address, used in error messages.
     """
 
-    def __init__(self, client: Any, address: str) -> None:
+    def __init__(self, client: Any, address: str, *, no_worker_timeout: float = 60.0) -> None:
         self.client = client
         self.address = address
+        self.no_worker_timeout = no_worker_timeout
         self._pending: set[Any] = set()
         self._futures: weakref.WeakSet[_DaskFuture] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._shutdown = False
+        self._watchdog: threading.Thread | None = None
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         """Run ``fn(*args, **kwargs)`` on a worker; returns a concurrent.futures Future.
@@ -162,7 +167,61 @@ class DaskExecutor(Executor):
             self._pending.add(dask_future)
             self._futures.add(future)
         dask_future.add_done_callback(future._settle)
+        self._start_watchdog()
         return future
+
+    def _start_watchdog(self) -> None:
+        """Watch for a cluster with no workers left while units wait (Dask would wait forever)."""
+        with self._lock:
+            if self._watchdog is not None:
+                return
+            self._watchdog = threading.Thread(
+                target=self._watch_workers, name="prefduel-dask-workers", daemon=True
+            )
+        self._watchdog.start()
+
+    def _worker_count(self) -> int | None:
+        try:
+            return len(self.client.scheduler_info().get("workers", {}))
+        except Exception:  # the client is closing: nothing to watch
+            return None
+
+    def _watch_workers(self) -> None:
+        without_since: float | None = None
+        poll = min(1.0, self.no_worker_timeout / 4)
+        while not self._shutdown:
+            time.sleep(poll)
+            with self._lock:
+                waiting = bool(self._pending)
+            count = self._worker_count() if waiting else 1
+            if count is None:
+                return
+            if count > 0:
+                without_since = None
+                continue
+            without_since = without_since or time.monotonic()
+            if time.monotonic() - without_since >= self.no_worker_timeout:
+                self._fail_waiting(
+                    ClusterError(
+                        f"no Dask workers left on {self.address} for "
+                        f"{self.no_worker_timeout:g} s while units were waiting; start "
+                        f"workers (dask worker {self.address} --nthreads 1) and re-run: "
+                        "finished rows are kept and the run resumes"
+                    )
+                )
+                return
+
+    def _fail_waiting(self, error: ClusterError) -> None:
+        """Fail every unfinished future with ``error`` and cancel its task on the cluster."""
+        with self._lock:
+            futures = [f for f in self._futures if not f.done()]
+            pending, self._pending = list(self._pending), set()
+        for future in futures:
+            with contextlib.suppress(InvalidStateError):
+                future.set_exception(error)
+        if pending:
+            with contextlib.suppress(Exception):
+                self.client.cancel(pending)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop accepting work; optionally cancel what has not finished, then wait for the rest.
@@ -413,7 +472,7 @@ def dask_executor(
             ) from exc
         paths, modules = worker_needs(worlds, policies)
         check_workers(client, address, paths=paths, modules=modules)
-        executor = DaskExecutor(client, address)
+        executor = DaskExecutor(client, address, no_worker_timeout=max(timeout, 1.0))
         yield executor
     finally:
         try:
