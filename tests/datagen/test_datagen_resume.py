@@ -92,10 +92,11 @@ def test_sigkill_mid_run_then_resume(tmp_path):
     assert resumed.complete and resumed.stage("questions").sent == 0
     assert cache_rows(config.llm.cache) == total
     counts = ok_per_key(config.llm.call_log)
-    assert len(counts) == total
-    # a call answered in the instant between its log line and its cache row may be re-sent;
-    # at most the calls in flight (16)
-    assert sum(n - 1 for n in counts.values()) <= 16
+    # an answer is committed to the cache in the step it arrives in, before its log line: no
+    # call answered before the kill is answered again (replies still in flight were never
+    # received, so never logged); the kill may fall between one answer's commit and its line
+    assert set(counts.values()) == {1}
+    assert total - 1 <= len(counts) <= total
     assert (
         resumed.world.digest()
         == generate(tiny_config(tmp_path / "ref"), progress=False).world.digest()

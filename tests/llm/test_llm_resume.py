@@ -104,4 +104,6 @@ def test_kill_and_resume_completes_every_call_exactly_once(tmp_path, monkeypatch
     # the call log survived the crash (a torn last line is skipped) and was appended to
     lines = read_call_log(log_path)
     assert sum(x["status"] == "hit" for x in lines) == len(done_before)
-    assert sum(x["status"] == "ok" for x in lines) >= N
+    # one ok line per answer received, except perhaps the one being committed at the kill
+    # (its answer is cached before its line is written)
+    assert sum(x["status"] == "ok" for x in lines) >= N - 1

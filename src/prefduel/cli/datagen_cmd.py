@@ -4,14 +4,14 @@
 
     prefduel datagen CONFIG.yaml [--dry-run [--format text|json]] [--out DIR]
                           [--no-progress] [--backend openai|scripted] [--base-url URL]
-                          [--api-key-env NAME] [--cache PATH | --no-cache] [--call-log PATH]
-                          [--budget AMOUNT] [--max-connections N] [...]
+                          [--api-key-env NAME | --no-api-key] [--cache PATH | --no-cache]
+                          [--call-log PATH] [--budget AMOUNT] [--max-connections N] [...]
 
 ``--dry-run`` prints, per stage, the calls, how many are cached, the estimated tokens and cost,
-and sends nothing. Otherwise every stage runs through the cache (re-running resumes; nothing is
-paid twice), with a progress bar per stage on stderr, then the summary is printed and the world
-is written. Exit status 0 when the world was written, 1 when calls failed (re-run to resume),
-2 on a config or endpoint error, 130 when interrupted.
+and sends nothing. Otherwise every stage runs through the cache (re-running resumes; no answer
+received is paid twice), with a progress bar per stage on stderr, then the summary is printed
+and the world is written. Exit status 0 when the world was written, 1 when calls failed (re-run
+to resume), 2 on a config or endpoint error, 130 when interrupted.
 """
 
 from __future__ import annotations

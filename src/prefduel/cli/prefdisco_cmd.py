@@ -13,9 +13,10 @@
                   [--min-gap X]
 
 Without ``--config`` everything runs offline on the scripted backend and the built-in tasks
-(the demo). LLM flags are the shared ones (``--backend``, ``--base-url``, ``--api-key-env``,
-``--cache``, ``--budget``, ...); the cache defaults to ``DIR/llm-cache.sqlite``, so re-running
-an interrupted ``run`` resumes without paying for any answer twice.
+(the demo). LLM flags are the shared ones (``--backend``, ``--base-url``, ``--api-key-env`` or
+``--no-api-key``, ``--cache``, ``--budget``, ...); the cache defaults to
+``DIR/llm-cache.sqlite``, so re-running an interrupted ``run`` resumes without paying twice for
+any answer received (replies in flight at a kill are sent again).
 """
 
 from __future__ import annotations

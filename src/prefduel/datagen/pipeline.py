@@ -2,7 +2,10 @@
 
 Every call goes through an `LLMClient` and its SQLite cache,
 so every stage is resumable: re-running after a kill (or after failures) answers finished calls
-from the cache for free and sends only the missing ones. Nothing is paid twice.
+from the cache for free and sends only the missing ones. Each reply is committed to the cache in
+the event-loop step in which it arrives, so a kill loses only the replies in flight at that
+moment (at most ``max_connections``, the one being committed included), which are sent again;
+every other reply received is served from the cache.
 
 Stages (K personas, I students, Q questions, ``samples`` judge samples):
 
@@ -31,10 +34,12 @@ per-(student, question) ridge Bradley-Terry -> ``U`` (TutorSim's functions), rat
 ``g``, ``Phi = [e_p, g]``, and the arrivals are laid out (`layout`).
 
 Outputs (``output`` directory): ``world.json`` and ``arrays.npz`` (a stored World: ``prefduel
-run --worlds DIR``) and ``datagen/``: ``summary.json`` (config, per-stage counts, judge
-diagnostics), ``questions.jsonl`` (spec, text, rater scores and the K answers of each question),
-``tables.npz`` (``P``, ``U``, wins, valid picks, scores, g and picks per (student, question)),
-``battles.jsonl`` (one Arena-style row per valid pick) and ``malformed.jsonl``.
+run --worlds DIR``) and ``datagen/``: ``summary.json`` (config with the LLM settings used,
+backend and endpoint, spend of this run and over all runs (`DatagenResult.spend`), per-stage
+counts, judge diagnostics), ``questions.jsonl`` (spec, text, rater scores and the K answers of
+each question), ``tables.npz`` (``P``, ``U``, wins, valid picks, scores, g and picks per
+(student, question)), ``battles.jsonl`` (one Arena-style row per valid pick) and
+``malformed.jsonl``.
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ from prefduel.datagen.scripted import ScriptedWorld
 from prefduel.llm.cache import ResponseCache, default_cache_path
 from prefduel.llm.client import LLMClient, estimate_cost, run_sync
 from prefduel.llm.config import LLMConfig, make_client
+from prefduel.llm.openai_backend import public_url
 from prefduel.llm.prices import PriceTable, load_prices
 from prefduel.llm.request import LLMRequest, LLMResponse
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS
@@ -114,6 +120,9 @@ class StageReport:
         prompt_tokens: Prompt tokens sent in this run.
         completion_tokens: Completion tokens received in this run.
         cost: Money spent in this run.
+        earlier_cost: What this stage's answers served from the cache cost when an earlier run
+            (or another run sharing the cache) received them: their stored tokens at this
+            run's prices; each distinct request counted once.
         seconds: Wall time.
     """
 
@@ -128,6 +137,7 @@ class StageReport:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    earlier_cost: float = 0.0
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -265,6 +275,9 @@ class DatagenResult:
         diagnostics: Judge behaviour (see `pick_diagnostics`).
         seconds: Wall time.
         currency: The price table's currency.
+        backend: The backend's cache namespace (``"openai"``, ``"scripted"``, ...).
+        base_url: The endpoint requests went to (`public_url`: no credentials,
+            query or fragment); None for a backend without one (scripted).
     """
 
     config: DatagenConfig
@@ -278,10 +291,32 @@ class DatagenResult:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     currency: str = "USD"
+    backend: str = ""
+    base_url: str | None = None
 
     def stage(self, name: str) -> StageReport:
         """The report of stage ``name``."""
         return next(s for s in self.stages if s.stage == name)
+
+    def spend(self) -> dict[str, Any]:
+        """Money spent: in this run, in earlier runs, and over all runs (``cumulative``).
+
+        ``this_run`` is what this run's new answers cost. ``earlier_runs`` prices, from the
+        tokens stored in the cache, every answer this run was served from the cache (each
+        distinct request once): what the runs before it (stopped by the budget, failed,
+        interrupted or killed) paid for the answers this world is built from. A complete run
+        asks every request of the world, so ``cumulative`` covers every answer received over
+        all runs. Not included: replies that were in flight at a kill (never received, so
+        their tokens are unknown; they were sent again) and failed attempts.
+        """
+        this_run = sum(s.cost for s in self.stages)
+        earlier = sum(s.earlier_cost for s in self.stages)
+        return {
+            "currency": self.currency,
+            "this_run": this_run,
+            "earlier_runs": earlier,
+            "cumulative": this_run + earlier,
+        }
 
     def summary(self) -> str:
         """The final summary as text."""
@@ -320,6 +355,12 @@ class DatagenResult:
                 + ", ".join(f"{n} {stage}" for stage, n in by_stage.items())
                 + (" (listed in datagen/malformed.jsonl)" if self.output else "")
             )
+        spend = self.spend()
+        lines.append(
+            f"spend: {spend['this_run']:.4f} {self.currency} in this run, "
+            f"{spend['cumulative']:.4f} {self.currency} over all runs (answers served from the "
+            "cache priced from their stored tokens)"
+        )
         rater = self.stage("rater")
         if rater.unusable:
             lines.append(f"rater: {rater.unusable} question(s) without usable scores (g = 0)")
@@ -360,6 +401,23 @@ class _LiveSender:
         self.bar: tqdm | None = None
         self._started = 0.0
         self._shown = 0.0
+        self._billable = bool(getattr(client.backend, "billable", True))
+        # 64-bit prefixes of the keys whose answer is already priced in this run (a request
+        # asked twice is paid once: the second is a hit, or shares the first one's answer)
+        self._priced: set[int] = set()
+
+    def _earlier_cost(self, response: LLMResponse) -> float:
+        """The cost of a cache hit when it was received (0 if already priced in this run)."""
+        mark = int(response.key[:16], 16)
+        if mark in self._priced:
+            return 0.0
+        self._priced.add(mark)
+        if not self._billable:
+            return 0.0
+        usage = response.usage
+        return self.client.prices.cost(
+            response.request.model, usage.prompt_tokens, usage.completion_tokens
+        )
 
     def start(self, stage: str, total: int) -> None:
         self._started = time.perf_counter()
@@ -408,7 +466,9 @@ class _LiveSender:
             report.calls += 1
             if response.cached:
                 report.cached += 1
+                report.earlier_cost += self._earlier_cost(response)
             elif response.ok:
+                self._priced.add(int(response.key[:16], 16))
                 report.sent += 1
                 report.prompt_tokens += response.usage.prompt_tokens
                 report.completion_tokens += response.usage.completion_tokens
@@ -780,7 +840,10 @@ def generate(
     started = time.perf_counter()
     owned = client is None
     if client is None:
+        llm = llm or config.llm
         client = make_datagen_client(config, llm)
+        # the summary records the settings used (command-line flags included), not the file's
+        config = dataclasses.replace(config, llm=llm)
     sender = _LiveSender(client, progress)
     pipeline = _Pipeline(config, sender, scripted=client.namespace == "scripted")
 
@@ -807,6 +870,8 @@ def generate(
         malformed=pipeline.malformed,
         failures=pipeline.failures,
         currency=client.prices.currency,
+        backend=client.namespace,
+        base_url=_endpoint(client),
     )
     specs: list[QuestionSpec] = data["specs"]
     result.dropped = [specs[qi].id for qi in data["dropped"]]
@@ -819,6 +884,15 @@ def generate(
     if result.output is not None:
         _write_summary(result)
     return result
+
+
+def _endpoint(client: LLMClient) -> str | None:
+    """The base URL the client's backend sends to (`public_url`), or None."""
+    backend = client.backend
+    url = getattr(backend, "endpoint", None)
+    if url is None:
+        url = getattr(backend, "base_url", None)
+    return public_url(url) if isinstance(url, str) and url else None
 
 
 def _build(
@@ -960,6 +1034,9 @@ def _write_summary(result: DatagenResult) -> None:
     summary = {
         "config": result.config.to_json(),
         "complete": result.complete,
+        "backend": result.backend,
+        "base_url": result.base_url,
+        "spend": result.spend(),
         "stages": [s.to_json() for s in result.stages],
         "currency": result.currency,
         "malformed": dict(Counter(m["stage"] for m in result.malformed)),

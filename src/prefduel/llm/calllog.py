@@ -20,7 +20,9 @@ Every line is a JSON object with these fields (in this order)::
     retry_in           seconds until the next attempt ("retry" lines)
     error              why the attempt failed (never contains the API key)
 
-Prompts and answers are not logged (they are in the cache); the API key never is.
+Prompts and answers are not logged (they are in the cache); the API key never is. An answer's
+``ok`` line is written right after the answer is committed to the cache, so a kill between the
+two loses that line, never the answer (and its tokens, which the cache keeps).
 """
 
 from __future__ import annotations

@@ -15,6 +15,16 @@ returned. A call that exhausts its attempts (or fails permanently) returns a res
 ``ok=False`` and its ``error``; nothing is cached for it, so running the same batch again sends
 exactly the calls without an answer (resume). Identical requests in flight at the same time are
 sent once.
+
+Resume guarantee: each answer is committed to the cache (one SQLite transaction, which
+survives a killed process) in the event-loop step in which the backend returns it, before its
+call-log line and before anything is awaited, so no other task runs in between (also with
+``attempt_timeout``, a deadline on the calling task). A kill (SIGKILL, Ctrl-C, SIGTERM) at any
+moment therefore loses at most the replies in flight at that moment, at most
+``max_connections``: requests sent whose reply the backend had not returned yet, and at most one
+returned reply whose commit the kill interrupted. Only those are sent, and paid, again on resume
+(the endpoint may have billed them already); every other reply received is served from the
+cache.
 """
 
 from __future__ import annotations
@@ -354,7 +364,11 @@ class LLMClient:
         try:
             if self.attempt_timeout is None:
                 return await self.backend.complete(request)
-            return await asyncio.wait_for(self.backend.complete(request), self.attempt_timeout)
+            # a deadline on THIS task, not a new one (asyncio.wait_for on Python 3.11 runs the
+            # attempt in a task of its own, so its reply waited a loop iteration, while other
+            # tasks ran, before it could be committed)
+            async with asyncio.timeout(self.attempt_timeout):
+                return await self.backend.complete(request)
         except LLMCallError:
             raise
         except TimeoutError:
@@ -442,25 +456,29 @@ class LLMClient:
             created=answer.created or time.time(),
             error=None,
         )
-        s = self._stats
-        s.requests += 1
-        s.answered += 1
-        s.prompt_tokens += usage.prompt_tokens
-        s.completion_tokens += usage.completion_tokens
-        s.cost += cost
-        self._log(
-            request,
-            "ok",
-            attempt=attempt,
-            cached=False,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cost=cost,
-            latency=round(took, 6),
-        )
-        # logged first: a crash in between re-sends the call; the log never misses a paid call
-        if self.cache is not None:
-            self.cache.put(response, self.namespace)
+        try:
+            # committed first, in the step in which the backend returned the reply: nothing is
+            # awaited and no other task runs in between, so a kill loses only replies still
+            # in flight (see the module docstring)
+            if self.cache is not None:
+                self.cache.put(response, self.namespace)
+        finally:  # a paid reply is counted and logged even if the cache cannot take it
+            s = self._stats
+            s.requests += 1
+            s.answered += 1
+            s.prompt_tokens += usage.prompt_tokens
+            s.completion_tokens += usage.completion_tokens
+            s.cost += cost
+            self._log(
+                request,
+                "ok",
+                attempt=attempt,
+                cached=False,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost=cost,
+                latency=round(took, 6),
+            )
         return response
 
     def _failure(

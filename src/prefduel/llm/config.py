@@ -2,9 +2,14 @@
 
 Commands that call LLMs (``datagen``, ``prefdisco``) share these flags, so they look the same::
 
-    --backend {openai,scripted}  --base-url URL  --api-key-env NAME  --timeout S
-    --max-connections N  --max-attempts N  --cache PATH | --no-cache  --call-log PATH
-    --prices FILE  --budget AMOUNT
+    --backend {openai,scripted}  --base-url URL  --api-key-env NAME | --no-api-key
+    --timeout S  --max-connections N  --max-attempts N  --cache PATH | --no-cache
+    --call-log PATH  --prices FILE  --budget AMOUNT
+
+``--no-api-key`` is for endpoints that need no key (a local vLLM or llama.cpp server): it
+overrides ``api_key_env`` of the YAML section with None (the placeholder key ``EMPTY`` is sent).
+``--api-key-env`` takes a variable NAME only; an empty or otherwise invalid name is a usage
+error that points to ``--no-api-key`` (and a pasted key is not echoed back).
 
 Typical use in a command::
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +41,28 @@ from prefduel.llm.retry import RetryPolicy
 from prefduel.llm.scripted import Handler, ScriptedBackend
 
 BACKENDS = ("openai", "scripted")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def env_var_name(text: str) -> str:
+    """The ``--api-key-env`` type: an environment variable NAME (never the key itself).
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is empty or not a variable name (the message does
+            not repeat it: it may be a key pasted by mistake).
+    """
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "expected the NAME of an environment variable; for an endpoint that needs no key "
+            "use --no-api-key"
+        )
+    if not _ENV_NAME.match(text):
+        raise argparse.ArgumentTypeError(
+            "the value is not a variable name (letters, digits and _; e.g. OPENAI_API_KEY): "
+            "give the NAME of the variable holding the key, never the key itself; for an "
+            "endpoint that needs no key use --no-api-key"
+        )
+    return text
 
 
 @dataclass(frozen=True)
@@ -44,7 +72,8 @@ class LLMConfig:
     Attributes:
         backend: ``"openai"`` (any OpenAI-compatible endpoint) or ``"scripted"`` (offline).
         base_url: Endpoint URL, e.g. ``http://127.0.0.1:8000/v1`` (None: the SDK default).
-        api_key_env: NAME of the environment variable holding the key (None: no key).
+        api_key_env: NAME of the environment variable holding the key (None: no key;
+            ``--no-api-key`` on the command line).
         timeout: Seconds per attempt.
         max_connections: Attempts in flight at once.
         max_attempts: Attempts per call, the first included.
@@ -123,12 +152,21 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--base-url", default=None, metavar="URL", help="e.g. http://127.0.0.1:8000/v1"
     )
-    group.add_argument(
+    key = group.add_mutually_exclusive_group()
+    key.add_argument(
         "--api-key-env",
+        type=env_var_name,
         default=None,
         metavar="NAME",
         help="NAME of the environment variable holding the API key (default OPENAI_API_KEY); "
         "the key itself is never passed on the command line",
+    )
+    key.add_argument(
+        "--no-api-key",
+        action="store_true",
+        default=None,
+        help="the endpoint needs no API key (e.g. a local server); overrides api_key_env of "
+        "the config file",
     )
     group.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="seconds per attempt"
@@ -171,6 +209,8 @@ def config_from_args(args: argparse.Namespace, base: LLMConfig | None = None) ->
     }
     if getattr(args, "no_cache", None):
         given["use_cache"] = False
+    if getattr(args, "no_api_key", None):
+        given["api_key_env"] = None
     return dataclasses.replace(base, **given)
 
 

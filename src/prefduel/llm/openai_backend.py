@@ -46,6 +46,7 @@ import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from prefduel.llm.errors import LLMCallError, LLMConfigError
 from prefduel.llm.request import LLMRequest, LLMResponse, Usage
@@ -53,6 +54,8 @@ from prefduel.llm.retry import is_retryable_status, parse_retry_after
 
 #: Default name of the API-key environment variable.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+#: Where the SDK sends requests when neither ``base_url`` nor ``$OPENAI_BASE_URL`` is set.
+SDK_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Key sent when ``api_key_env=None`` (servers that need no key ignore it).
 NO_KEY = "EMPTY"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -65,6 +68,22 @@ _MESSAGE_LIMIT = 300
 REDACTED = "[REDACTED]"
 #: Names of extra headers whose values are credentials (scrubbed from replies too).
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|password|credential", re.IGNORECASE)
+
+
+def public_url(url: str) -> str:
+    """``url`` reduced to scheme, host, port and path, without a trailing ``/``: no user name
+    or password, query string or fragment (where a key could hide), for records such as
+    datagen's ``summary.json``."""
+    parts = urlsplit(str(url).strip())
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = f"{host}:{port}" if port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 def scrub(text: str | None, secrets: Iterable[str | None]) -> str | None:
@@ -127,7 +146,8 @@ class OpenAIBackend:
             if not os.environ.get(api_key_env):
                 raise LLMConfigError(
                     f"environment variable {api_key_env} (the API key) is not set; export it, "
-                    "or use api_key_env=None for an endpoint that needs no key"
+                    "or, for an endpoint that needs no key, use --no-api-key (api_key_env: "
+                    "null in YAML, api_key_env=None in Python)"
                 )
         if not timeout > 0:
             raise LLMConfigError(f"timeout: expected seconds > 0, got {timeout!r}")
@@ -142,6 +162,19 @@ class OpenAIBackend:
         self._sdks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary()
         )
+        self._sent_to: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL requests go to, as `public_url` (never a key).
+
+        The SDK's own resolved URL once it was built (a request was sent); before that,
+        ``base_url``, else ``$OPENAI_BASE_URL``, else the OpenAI API (the SDK's defaults).
+        """
+        if self._sent_to is not None:
+            return self._sent_to
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL") or SDK_DEFAULT_BASE_URL
+        return public_url(url)
 
     def __repr__(self) -> str:
         return (
@@ -225,6 +258,7 @@ class OpenAIBackend:
             http_client=http,
             default_headers=self._headers or None,
         )
+        self._sent_to = public_url(str(sdk.base_url))
         return sdk
 
     async def aclose(self) -> None:
