@@ -146,3 +146,17 @@ def test_sampling_parameters_per_role():
     assert reasoning.params("router") == {"temperature": 0.0, "max_completion_tokens": 32}
     with pytest.raises(ConfigError, match="max_tokens_param"):
         RunConfig(max_tokens_param="tokens")
+
+
+def test_a_finished_study_shows_no_empty_progress_bar(tmp_path, capsys):
+    """prefdisco run on a finished study printed empty progress bars (issue 15)."""
+    from prefduel.cli.main import main
+
+    study = str(tmp_path / "study")
+    assert main(["prefdisco", "generate", study]) == 0
+    assert main(["prefdisco", "run", study]) == 0
+    capsys.readouterr()
+    assert main(["prefdisco", "run", study]) == 0
+    captured = capsys.readouterr()
+    assert "prefdisco:" not in captured.err and "episode/s" not in captured.err
+    assert "0 run now" in captured.out

@@ -275,16 +275,21 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     handlers = default_handlers(dataset.taxonomy, list(dataset.tasks.values()))
     groups = ("model", "judge", "user") if config.run.router == "llm" else ("model", "judge")
     clients = clients_from_config(config, folder, handlers=handlers, groups=groups)
-    bar = tqdm(
-        total=0,
-        unit="episode",
-        desc="prefdisco",
-        file=sys.stderr,
-        disable=args.no_progress,
-        dynamic_ncols=True,
-    )
+    bars: list[Any] = []  # made at the first episode: nothing to run (or an error) shows none
 
     def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(
+                tqdm(
+                    total=total,
+                    unit="episode",
+                    desc="prefdisco",
+                    file=sys.stderr,
+                    disable=args.no_progress,
+                    dynamic_ncols=True,
+                )
+            )
+        bar = bars[0]
         if bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
@@ -294,7 +299,8 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     try:
         summary = run_study(dataset, config.run, clients, folder, progress=progress)
     finally:
-        bar.close()
+        for bar in bars:
+            bar.close()
         clients.close()
     out.write(
         f"{summary.folder}: {summary.episodes} episodes ({summary.reused} already scored, "
