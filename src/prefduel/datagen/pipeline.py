@@ -400,7 +400,6 @@ class _LiveSender:
         self.progress = progress
         self.bar: tqdm | None = None
         self._started = 0.0
-        self._shown = 0.0
         self._billable = bool(getattr(client.backend, "billable", True))
         # 64-bit prefixes of the keys whose answer is already priced in this run (a request
         # asked twice is paid once: the second is a hit, or shares the first one's answer)
@@ -440,15 +439,14 @@ class _LiveSender:
     def finish(self, stage: str) -> None:
         self.reports[stage].seconds += time.perf_counter() - self._started
         if self.bar is not None:
-            self._postfix(self.reports[stage], force=True)
+            self._postfix(self.reports[stage])
+            self.bar.refresh()
             self.bar.close()
             self.bar = None
 
-    def _postfix(self, report: StageReport, *, force: bool = False) -> None:
-        now = time.perf_counter()
-        if self.bar is None or (not force and now - self._shown < 0.25):
+    def _postfix(self, report: StageReport) -> None:
+        if self.bar is None:
             return
-        self._shown = now
         text = (
             f"hits={report.cached:,d} tok={report.prompt_tokens + report.completion_tokens:,d} "
             f"cost={report.cost:.4f}"
@@ -476,8 +474,8 @@ class _LiveSender:
             else:
                 report.failed += 1
             if self.bar is not None:
+                self._postfix(report)  # before update: the refresh it may trigger shows it
                 self.bar.update(1)
-                self._postfix(report)
 
         return list(await self.client.complete_many(requests, on_result=on_result))
 
