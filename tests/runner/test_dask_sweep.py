@@ -13,6 +13,8 @@ import logging
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -427,3 +429,37 @@ def test_a_cluster_without_workers_fails_the_run_instead_of_waiting_forever(
             with pytest.raises(ClusterError, match=r"no Dask workers .* for 3 s"):
                 sweep(*grid, out, progress=False, executor=executor)
         assert time.monotonic() - started < 30
+
+
+def test_a_lost_scheduler_is_one_named_line(small_world: str, tmp_path: Path):
+    """Issue 15: scheduler loss printed Dask's own tracebacks before prefduel's message."""
+    policy = tmp_path / "slow.py"
+    policy.write_text(
+        "import time\nfrom prefduel.policies import Policy\n"
+        "class Slow(Policy):\n"
+        "    def select(self, Phi):\n"
+        "        time.sleep(0.02)\n"
+        "        return 0, 1\n"
+    )
+    with distributed.LocalCluster(
+        n_workers=1,
+        processes=True,
+        threads_per_worker=1,
+        dashboard_address=":0",
+        silence_logs=logging.CRITICAL,
+    ) as doomed:
+        cmd = [
+            sys.executable, "-m", "prefduel.cli.main", "run", "--worlds", small_world,
+            "--seeds", "0-99", "--policies", f"{policy}:Slow",
+            "--scheduler", doomed.scheduler_address, "--out", str(tmp_path / "r.jsonl"),
+            "--no-progress",
+        ]  # fmt: skip
+        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        out = tmp_path / "r.jsonl"
+        while time.monotonic() < deadline and not (out.exists() and out.read_text()):
+            time.sleep(0.1)  # the run is under way
+    _, err = proc.communicate(timeout=90)  # the cluster (and its scheduler) is gone
+    assert proc.returncode == 2
+    assert "Traceback" not in err
+    assert "prefduel: error:" in err and "rows stored so far are kept" in err

@@ -22,6 +22,7 @@ when a cluster is used.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -411,6 +412,22 @@ def check_workers(
     return len(replies)
 
 
+class _QuietLogs:
+    """Raises Dask's client-side loggers to CRITICAL until `close`: a lost scheduler or worker
+    is reported once, by the error prefduel raises, not first as Dask's own tracebacks."""
+
+    NAMES = ("distributed.client", "distributed.utils", "distributed.comm", "distributed.core")
+
+    def __init__(self) -> None:
+        self._levels = {name: logging.getLogger(name).level for name in self.NAMES}
+        for name in self.NAMES:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+    def close(self) -> None:
+        for name, level in self._levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
 @contextlib.contextmanager
 def dask_executor(
     address: str,
@@ -462,6 +479,7 @@ def dask_executor(
             "address, e.g. tcp://HOST:8786"
         ) from exc
     executor = None
+    quiet = _QuietLogs()
     try:
         try:
             client.wait_for_workers(1, timeout=timeout)
@@ -481,6 +499,7 @@ def dask_executor(
         finally:
             with contextlib.suppress(Exception):
                 client.close(timeout=timeout)
+            quiet.close()
 
 
 __all__ = [
