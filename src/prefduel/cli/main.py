@@ -41,7 +41,6 @@ from prefduel.cli.argtypes import positive_int
 from prefduel.core.errors import PrefduelError, ResultsFileError, SpecError
 from prefduel.core.registry import split_specs
 from prefduel.runner.distributed import dask_executor
-from prefduel.runner.rows import row_key
 from prefduel.runner.store import ResultsStore
 from prefduel.runner.sweep import sweep
 from prefduel.stats.sections import StatsOptions, parse_names, stats_report
@@ -271,7 +270,7 @@ def _sweep_args(args: argparse.Namespace, results: str) -> list[dict[str, Any]]:
         if args.scheduler
         else contextlib.nullcontext()
     )
-    before = _stored_keys(results)
+    plan: list[tuple[int, int]] = []
     with cluster as executor:
         rows = sweep(
             worlds,
@@ -282,10 +281,10 @@ def _sweep_args(args: argparse.Namespace, results: str) -> list[dict[str, Any]]:
             allow_test=args.allow_test,
             progress=not args.no_progress,
             executor=executor,
+            on_plan=lambda todo, total: plan.append((todo, total)),
         )
-    cells = [row_key(r) for r in rows if r["kind"] == "policy"]
-    new = sum(key not in before for key in cells)
-    print(f"{PROG}: {new} new cells, {len(cells) - new} already in {results}", file=sys.stderr)
+    for todo, total in plan:
+        print(f"{PROG}: {todo} new cells, {total - todo} already in {results}", file=sys.stderr)
     return rows
 
 
@@ -305,18 +304,6 @@ def _note_seeds_beyond_protocol(worlds: list[str], seeds: list[int]) -> None:
                 f"{len(beyond)} of the requested seeds are beyond them",
                 file=sys.stderr,
             )
-
-
-def _stored_keys(path: str) -> set[tuple[str, str, int, str]]:
-    """Keys already in a results file (read quietly: the sweep reports problems itself)."""
-    if not os.path.isfile(path):
-        return set()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ResultsStore(path, repair=False).keys()
-        except ResultsFileError:
-            return set()
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:

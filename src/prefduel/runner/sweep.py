@@ -431,6 +431,7 @@ def sweep(
     executor: Executor | None = None,
     *,
     reference_fn: ReferenceFn | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every unfinished cell of ``worlds x seeds x policies`` and return the grid's rows.
 
@@ -449,6 +450,8 @@ def sweep(
             ``Client.get_executor()``); it is not shut down here.
         reference_fn: Function ``World -> rows`` replacing
             `prefduel.runner.references.reference_rows` (must be picklable).
+        on_plan: Called with ``(cells to run, cells in the grid)`` once the results file has
+            been read, before any work (e.g. to say how many cells are already there).
 
     Returns:
         All rows of the grid (previously stored and new), in grid order: per world and seed,
@@ -467,9 +470,11 @@ def sweep(
         units = plan_units(
             store, labels, seed_list, specs, allow_test=allow_test, reference_fn=reference_fn
         )
+        total = len(labels) * len(seed_list) * len(specs)
+        todo = sum(len(u.policies) for u in units)
+        if on_plan is not None:
+            on_plan(todo, total)
         if units:
-            total = len(labels) * len(seed_list) * len(specs)
-            todo = sum(len(u.policies) for u in units)
 
             def bar_factory() -> Any:
                 return tqdm(
