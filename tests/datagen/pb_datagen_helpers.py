@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from prefduel.datagen import DatagenConfig, config_from_mapping
 from prefduel.llm import read_call_log
 
@@ -71,3 +73,34 @@ def files_containing(root: Path, needle: str) -> list[Path]:
     """Every file under ``root`` whose bytes contain ``needle``."""
     data = needle.encode("utf-8")
     return [p for p in root.rglob("*") if p.is_file() and data in p.read_bytes()]
+
+
+class InterruptOnCall:
+    """Backend mixin: Ctrl-C (KeyboardInterrupt) on the ``k``-th ``complete`` call."""
+
+    k = 0
+    calls = 0
+
+    async def complete(self, request):
+        self.calls += 1
+        if self.calls == self.k:
+            raise KeyboardInterrupt
+        return await super().complete(request)
+
+
+def write_server_config(path: Path, name: str) -> Path:
+    """A small datagen config for the OpenAI-compatible test server (key from ``KEY_ENV``)."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "personas": {"builtin": True, "take": 3},
+                "topics": [{"id": "limits", "chains": ["limits"]}],
+                "students": {"builtin": "dev", "take": ["math_major", "anxious_high_schooler"]},
+                "samples": 1,
+                "world": {"arrivals": 4, "rounds": 3},
+                "llm": {"backend": "openai", "api_key_env": KEY_ENV, "timeout": 5},
+            }
+        )
+    )
+    return path

@@ -11,25 +11,24 @@ import time
 from pathlib import Path
 
 import pytest
-from pb_datagen_helpers import cache_rows, expected_calls, ok_per_key, tiny_config
+from pb_datagen_helpers import (
+    InterruptOnCall,
+    cache_rows,
+    expected_calls,
+    ok_per_key,
+    tiny_config,
+)
 
 from prefduel.datagen import ScriptedWorld, generate
 from prefduel.llm import LLMClient, ResponseCache, ScriptedBackend
 
 
-class InterruptingBackend(ScriptedBackend):
+class InterruptingBackend(InterruptOnCall, ScriptedBackend):
     """A scripted backend that raises KeyboardInterrupt (Ctrl-C) on its k-th call."""
 
     def __init__(self, handlers, k: int) -> None:
         super().__init__(handlers)
         self.k = k
-        self.calls = 0
-
-    async def complete(self, request):
-        self.calls += 1
-        if self.calls == self.k:
-            raise KeyboardInterrupt
-        return await super().complete(request)
 
 
 def test_interrupt_mid_judge_stage_then_resume(tmp_path):

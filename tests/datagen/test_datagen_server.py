@@ -12,7 +12,6 @@ import dataclasses
 import json
 from collections import Counter
 
-import yaml
 from pb_datagen_helpers import (
     FAKE_KEY,
     KEY_ENV,
@@ -21,6 +20,7 @@ from pb_datagen_helpers import (
     files_containing,
     ok_per_key,
     tiny_config,
+    write_server_config,
 )
 
 from prefduel.cli.main import main
@@ -120,20 +120,7 @@ def test_dry_run_prices_a_real_endpoint(tmp_path):
 def test_cli_against_the_test_server(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
     config = _config(tmp_path)
-    path = tmp_path / "server.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "name": "server",
-                "personas": {"builtin": True, "take": 3},
-                "topics": [{"id": "limits", "chains": ["limits"]}],
-                "students": {"builtin": "dev", "take": ["math_major", "anxious_high_schooler"]},
-                "samples": 1,
-                "world": {"arrivals": 4, "rounds": 3},
-                "llm": {"backend": "openai", "api_key_env": KEY_ENV, "timeout": 5},
-            }
-        )
-    )
+    path = write_server_config(tmp_path / "server.yaml", "server")
     faults = random_faults(0.2, [Fault.http(429, retry_after_ms=5)], seed=2)
     out_dir = tmp_path / "cli-world"
     flags = ["--cache", str(tmp_path / "cli.sqlite"), "--call-log", str(tmp_path / "cli.jsonl")]

@@ -8,8 +8,15 @@ import dataclasses
 import json
 
 import pytest
-import yaml
-from pb_datagen_helpers import FAKE_KEY, KEY_ENV, expected_calls, files_containing, tiny_config
+from pb_datagen_helpers import (
+    FAKE_KEY,
+    KEY_ENV,
+    InterruptOnCall,
+    expected_calls,
+    files_containing,
+    tiny_config,
+    write_server_config,
+)
 
 from prefduel.cli.main import main
 from prefduel.datagen import ScriptedWorld, generate, load_config
@@ -19,19 +26,12 @@ from prefduel.llm.prices import load_prices
 from prefduel.llm.testserver import OpenAITestServer
 
 
-class InterruptingBackend(OpenAIBackend):
+class InterruptingBackend(InterruptOnCall, OpenAIBackend):
     """Raises KeyboardInterrupt (Ctrl-C) on its k-th call."""
 
     def __init__(self, *args, k: int, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.k = k
-        self.calls = 0
-
-    async def complete(self, request):
-        self.calls += 1
-        if self.calls == self.k:
-            raise KeyboardInterrupt
-        return await super().complete(request)
 
 
 def _config(tmp_path):
@@ -143,21 +143,8 @@ def test_scripted_summary_has_no_endpoint_and_no_spend(tmp_path):
 def test_cli_no_api_key_against_a_server_that_needs_none(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(KEY_ENV, raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    path = tmp_path / "local.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "name": "local",
-                "personas": {"builtin": True, "take": 3},
-                "topics": [{"id": "limits", "chains": ["limits"]}],
-                "students": {"builtin": "dev", "take": ["math_major", "anxious_high_schooler"]},
-                "samples": 1,
-                "world": {"arrivals": 4, "rounds": 3},
-                # the file names a key variable that is not set: the flag must win
-                "llm": {"backend": "openai", "api_key_env": KEY_ENV, "timeout": 5},
-            }
-        )
-    )
+    # the file names a key variable that is not set: --no-api-key must win
+    path = write_server_config(tmp_path / "local.yaml", "local")
     out_dir = tmp_path / "world"
     flags = ["--cache", str(tmp_path / "c.sqlite"), "--out", str(out_dir), "--no-progress"]
     with OpenAITestServer(answer=ScriptedWorld(load_config(path)).http_answer) as server:
