@@ -33,7 +33,7 @@ from prefduel.ranking import read_battles, write_battles
     ],
 )
 def test_formula_prefixes_get_an_apostrophe(value, written):
-    from prefduel.ranking.csvcells import spreadsheet_safe
+    from prefduel.core.csvcells import spreadsheet_safe
 
     assert spreadsheet_safe(value) == written
 

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from prefduel.ranking import _deps
-from prefduel.ranking.csvcells import spreadsheet_safe
+from prefduel.core.csvcells import spreadsheet_safe
 from prefduel.ranking.errors import BattleFormatError
 
 #: Outcome codes of a battle, from ``model_a``'s side: 1 win, 0 loss, 0.5 tie (a half win each).

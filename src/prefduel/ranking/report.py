@@ -28,7 +28,7 @@ import numpy as np
 
 from prefduel.ranking.analysis import RankAnalysis
 from prefduel.ranking.battles import NOTE_REASONS, SKIP_REASONS
-from prefduel.ranking.csvcells import spreadsheet_safe
+from prefduel.core.csvcells import spreadsheet_safe
 from prefduel.ranking.errors import RankingError
 from prefduel.ranking.style import standardize
 

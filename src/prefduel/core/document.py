@@ -1,0 +1,480 @@
+"""One document model for every report of the package, with text, Markdown, CSV and JSON writers.
+
+A report (``prefduel stats``, ``prefduel report``, ``prefduel rank``, ``prefduel prefdisco
+report``) is built once as a `Document`: sections holding blocks (paragraphs, bullet lists,
+tables, figures, settings, preformatted text). Each output format is a writer over that one
+model, so numbers are formatted once (`number`, `Cell`) and every HTML page shares one
+stylesheet (`prefduel.core.document_html.to_html`).
+
+Text is plain: writers escape it for their format. A `Cell` carries the presentation hints a
+table needs (a ``± s.e.`` part, a tone such as ``good``/``bad``, a color swatch, a 0-100 bar);
+text writers keep only what reads as text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from prefduel.core.csvcells import spreadsheet_safe
+
+#: What a missing number (None or nan) prints as.
+NO_VALUE = "–"
+
+Tone = Literal["", "good", "bad", "best", "worst", "muted", "warn"]
+ParagraphStyle = Literal["plain", "lead", "note", "warn"]
+
+
+def number(value: float | None, digits: int, sign: bool = False, suffix: str = "") -> str:
+    """``value`` with ``digits`` decimals (a ``+`` sign if asked), `NO_VALUE` if None or nan.
+
+    Args:
+        value: The number.
+        digits: Decimals.
+        sign: Print ``+`` for positive values.
+        suffix: Appended to a present value (e.g. ``%``).
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return NO_VALUE
+    return (f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}") + suffix
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell with presentation hints.
+
+    Attributes:
+        text: The value as text (already formatted, e.g. by `number`).
+        se: A standard error or spread, shown as ``text ± se``.
+        tone: ``good``/``bad`` (colored text), ``best``/``worst`` (shaded), ``muted``, ``warn``.
+        color: A CSS color for a swatch before the text (HTML only).
+        bar: A 0-100 value drawn as a small bar (HTML only).
+        flag: Short text after the value in a warning color (e.g. ``⚠ 2 cross-version``).
+    """
+
+    text: str
+    se: str | None = None
+    tone: Tone = ""
+    color: str | None = None
+    bar: float | None = None
+    flag: str = ""
+
+    def plain(self) -> str:
+        """The cell as plain text (value, ``± se``, flag)."""
+        out = self.text if self.se is None else f"{self.text} ± {self.se}"
+        return f"{out} {self.flag}" if self.flag else out
+
+
+CellValue = Cell | str | int | float | None
+
+
+def as_cell(value: CellValue) -> Cell:
+    """A `Cell` from a cell value: None is `NO_VALUE`, numbers use ``str``."""
+    if isinstance(value, Cell):
+        return value
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return Cell(NO_VALUE)
+    return Cell(str(value))
+
+
+_NUMERIC = re.compile(r"[+\-−]?(\d[\d,]*\.?\d*|\.\d+)([eE][+-]?\d+)?\s*%?")
+
+
+def is_numeric(text: str) -> bool:
+    """Whether ``text`` reads as a number (``1.5``, ``-3``, ``+2.0%``, ``1,024``)."""
+    return bool(_NUMERIC.fullmatch(text.strip()))
+
+
+@dataclass
+class Table:
+    """A table: column headers and rows of cells.
+
+    Attributes:
+        columns: Header texts (or cells, for swatches in headers).
+        rows: Rows of cell values, each as long as ``columns``.
+        title: Caption (HTML) / heading line (text).
+        note: A sentence under the table.
+        row_tones: Per-row tone (``ref`` rows are italic and muted in HTML), or empty.
+        key: Machine name, used for CSV file names and JSON keys.
+        collapsed: Shown behind a "Table" disclosure in HTML.
+    """
+
+    columns: Sequence[CellValue]
+    rows: Sequence[Sequence[CellValue]]
+    title: str = ""
+    note: str = ""
+    row_tones: Sequence[str] = ()
+    key: str = ""
+    collapsed: bool = False
+
+    def __post_init__(self) -> None:
+        for index, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"table {self.key or self.title!r}: row {index} has {len(row)} cells for "
+                    f"{len(self.columns)} columns"
+                )
+
+    def header(self) -> list[str]:
+        """Header texts."""
+        return [as_cell(c).plain() for c in self.columns]
+
+    def text_rows(self) -> list[list[str]]:
+        """Rows as plain text."""
+        return [[as_cell(c).plain() for c in row] for row in self.rows]
+
+    def numeric_columns(self) -> list[bool]:
+        """Per column, whether every non-missing cell reads as a number (right-aligned)."""
+        flags = []
+        for j in range(len(self.columns)):
+            texts = [as_cell(row[j]).text for row in self.rows]
+            present = [t for t in texts if t not in ("", NO_VALUE)]
+            flags.append(bool(present) and all(is_numeric(t) for t in present))
+        return flags
+
+
+@dataclass
+class Paragraph:
+    """A paragraph: ``lead`` (section intro), ``note`` (small), ``warn`` (warning color)."""
+
+    text: str
+    style: ParagraphStyle = "plain"
+
+
+@dataclass
+class Items:
+    """A bullet list."""
+
+    items: Sequence[str]
+    style: ParagraphStyle = "plain"
+
+
+@dataclass
+class Figure:
+    """A figure.
+
+    Attributes:
+        caption: What it shows.
+        svg: Inline SVG markup for HTML (trusted: produced by the package's own plotting).
+        path: Relative path of the figure file, linked from Markdown (e.g. ``figures/a.svg``).
+        files: Files to list under the figure in HTML.
+    """
+
+    caption: str
+    svg: str = ""
+    path: str = ""
+    files: Sequence[str] = ()
+
+
+@dataclass
+class Settings:
+    """Name/value pairs (a definition list in HTML)."""
+
+    pairs: Sequence[tuple[str, str]]
+
+
+@dataclass
+class Preformatted:
+    """Preformatted text (JSON, a command), shown as it is; ``summary`` collapses it in HTML."""
+
+    text: str
+    summary: str = ""
+
+
+@dataclass
+class Raw:
+    """An HTML-only fragment (e.g. an interactive widget) with its text-format stand-in.
+
+    Attributes:
+        html: Trusted HTML built by the package.
+        text: What text and Markdown writers print instead ("" for nothing).
+    """
+
+    html: str
+    text: str = ""
+
+
+Block = Paragraph | Items | Table | Figure | Settings | Preformatted | Raw
+
+
+@dataclass
+class Section:
+    """A titled section of blocks, optionally with subsections (one level down).
+
+    Attributes:
+        title: Heading.
+        blocks: Content under the heading.
+        id: HTML anchor (default: from the title).
+        subsections: Nested sections.
+        in_toc: Listed in the HTML page's navigation bar.
+    """
+
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    id: str = ""
+    subsections: list[Section] = field(default_factory=list)
+    in_toc: bool = True
+
+    def anchor(self) -> str:
+        """The HTML anchor: ``id`` or a slug of the title."""
+        return self.id or (re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-") or "s")
+
+
+@dataclass
+class Document:
+    """A whole report.
+
+    Attributes:
+        title: Page title.
+        sections: Top-level sections.
+        intro: Blocks before the first section.
+        subtitle: A line under the title (e.g. the input file).
+        chips: Short facts shown in the HTML header.
+        warnings: Shown first, in a warning box.
+        tab_title: The HTML ``<title>`` (default: ``title``).
+        footer: Closing line of the HTML page.
+    """
+
+    title: str
+    sections: list[Section] = field(default_factory=list)
+    intro: list[Block] = field(default_factory=list)
+    subtitle: str = ""
+    chips: Sequence[str] = ()
+    warnings: Sequence[str] = ()
+    tab_title: str = ""
+    footer: str = "Generated by prefduel · a single offline file: styles and figures are inline"
+
+    def tables(self) -> list[Table]:
+        """Every table, in reading order."""
+        found: list[Table] = []
+
+        def visit(blocks: Sequence[Block], subsections: Sequence[Section]) -> None:
+            found.extend(b for b in blocks if isinstance(b, Table))
+            for sub in subsections:
+                visit(sub.blocks, sub.subsections)
+
+        visit(self.intro, self.sections)
+        return found
+
+
+# --------------------------------------------------------------------------- text writers
+
+
+def table_text(table: Table) -> str:
+    """A table as aligned plain-text columns (numbers right-aligned, ``±`` aligned)."""
+    cells = [[as_cell(c) for c in row] for row in table.rows]
+    numeric = table.numeric_columns()
+    columns: list[list[str]] = []
+    for j, head in enumerate(table.header()):
+        column = [row[j] for row in cells]
+        if any(c.se is not None for c in column):
+            values = _aligned_pm(column)
+        else:
+            values = [c.plain() for c in column]
+        width = max([len(head), *map(len, values)])
+        pad = str.rjust if numeric[j] else str.ljust
+        columns.append([pad(head, width), *(pad(v, width) for v in values)])
+    lines = ["  ".join(parts).rstrip() for parts in zip(*columns, strict=True)]
+    if table.title:
+        lines.insert(0, table.title)
+    if table.note:
+        lines.append(table.note)
+    return "\n".join(lines)
+
+
+def _aligned_pm(column: Sequence[Cell]) -> list[str]:
+    """``mean ± se`` cells with the ``±`` signs one above the other."""
+    left = max(len(c.text) for c in column)
+    right = max(len(c.se or "") for c in column)
+    out = []
+    for c in column:
+        text = c.text.rjust(left) + (f" ± {(c.se or '').rjust(right)}" if c.se is not None else "")
+        out.append(f"{text} {c.flag}" if c.flag else text)
+    return out
+
+
+def _block_text(block: Block) -> str:
+    if isinstance(block, Table):
+        return table_text(block)
+    if isinstance(block, Paragraph):
+        return block.text
+    if isinstance(block, Items):
+        return "\n".join(f"- {item}" for item in block.items)
+    if isinstance(block, Figure):
+        return f"[figure: {block.caption}{' (' + block.path + ')' if block.path else ''}]"
+    if isinstance(block, Settings):
+        width = max((len(k) for k, _ in block.pairs), default=0)
+        return "\n".join(f"{k.ljust(width)}  {v}" for k, v in block.pairs)
+    if isinstance(block, Preformatted):
+        return block.text
+    return block.text
+
+
+def to_text(document: Document) -> str:
+    """The document as plain text (terminal output)."""
+    parts = [document.title, "=" * len(document.title)] if document.title else []
+    if document.subtitle:
+        parts.append(document.subtitle)
+    parts += [f"warning: {w}" for w in document.warnings]
+    parts += [_block_text(b) for b in document.intro]
+
+    def visit(section: Section, underline: str) -> None:
+        parts.extend(["", section.title, underline * len(section.title)])
+        parts.extend(t for t in map(_block_text, section.blocks) if t)
+        for sub in section.subsections:
+            visit(sub, "-")
+
+    for section in document.sections:
+        visit(section, "=")
+    return "\n".join(p for p in parts if p is not None).strip("\n") + "\n"
+
+
+def markdown_escape(text: str) -> str:
+    """Text safe inside a Markdown table cell (pipes escaped, one line)."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def table_markdown(table: Table) -> str:
+    """A table as a GitHub-flavoured Markdown pipe table (numbers right-aligned)."""
+    header = table.header()
+    rule = ["---:" if n else "---" for n in table.numeric_columns()]
+    lines = ["| " + " | ".join(markdown_escape(h) for h in header) + " |"]
+    lines.append("|" + "|".join(rule) + "|")
+    lines += [
+        "| " + " | ".join(markdown_escape(c) for c in row) + " |" for row in table.text_rows()
+    ]
+    if table.title:
+        lines.insert(0, f"**{markdown_escape(table.title)}**\n")
+    if table.note:
+        lines += ["", table.note]
+    return "\n".join(lines)
+
+
+def _block_markdown(block: Block) -> str:
+    if isinstance(block, Table):
+        return table_markdown(block)
+    if isinstance(block, Items):
+        return "\n".join(f"- {item}" for item in block.items)
+    if isinstance(block, Figure):
+        return f"![{block.caption}]({block.path})" if block.path else f"*{block.caption}*"
+    if isinstance(block, Settings):
+        return table_markdown(Table(["setting", "value"], [list(p) for p in block.pairs]))
+    if isinstance(block, Preformatted):
+        return f"```\n{block.text}\n```"
+    if isinstance(block, Paragraph) and block.style == "warn":
+        return f"> ⚠ {block.text}"
+    return block.text
+
+
+def to_markdown(document: Document) -> str:
+    """The document as Markdown; figures are links to their files (never inlined)."""
+    parts = [f"# {document.title}"]
+    if document.subtitle:
+        parts.append(document.subtitle)
+    if document.warnings:
+        parts.append("\n".join(f"> ⚠ {w}" for w in document.warnings))
+    parts += [_block_markdown(b) for b in document.intro]
+
+    def visit(section: Section, level: int) -> None:
+        parts.append(f"{'#' * level} {section.title}")
+        parts.extend(t for t in map(_block_markdown, section.blocks) if t)
+        for sub in section.subsections:
+            visit(sub, level + 1)
+
+    for section in document.sections:
+        visit(section, 2)
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def table_csv(table: Table) -> str:
+    """A table as CSV: plain cell texts, a ``<column> se`` column after each column with a
+    ``± s.e.`` part, and formula-like text neutralised for spreadsheets."""
+    cells = [[as_cell(c) for c in row] for row in table.rows]
+    with_se = [any(row[j].se is not None for row in cells) for j in range(len(table.columns))]
+    header: list[str] = []
+    for head, se in zip(table.header(), with_se, strict=True):
+        header += [head, f"{head} se"] if se else [head]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([spreadsheet_safe(h) for h in header])
+    for row in cells:
+        out: list[str] = []
+        for c, se in zip(row, with_se, strict=True):
+            text = f"{c.text} {c.flag}" if c.flag else c.text
+            out += [text, c.se or ""] if se else [text]
+        writer.writerow([spreadsheet_safe(v) for v in out])
+    return buffer.getvalue()
+
+
+def _block_json(block: Block) -> dict[str, Any]:
+    if isinstance(block, Table):
+        return {
+            "type": "table",
+            "key": block.key,
+            "title": block.title,
+            "columns": block.header(),
+            "rows": block.text_rows(),
+            "note": block.note,
+        }
+    if isinstance(block, Figure):
+        return {"type": "figure", "caption": block.caption, "path": block.path}
+    if isinstance(block, Settings):
+        return {"type": "settings", "pairs": [list(p) for p in block.pairs]}
+    if isinstance(block, Items):
+        return {"type": "items", "items": list(block.items)}
+    if isinstance(block, Raw):
+        return {"type": "raw", "text": block.text}
+    return {"type": type(block).__name__.lower(), "text": block.text}
+
+
+def to_json(document: Document) -> str:
+    """The document's structure and cell texts as JSON (figures by path, no inline SVG)."""
+
+    def section(s: Section) -> dict[str, Any]:
+        return {
+            "title": s.title,
+            "blocks": [_block_json(b) for b in s.blocks],
+            "subsections": [section(x) for x in s.subsections],
+        }
+
+    data = {
+        "title": document.title,
+        "subtitle": document.subtitle,
+        "warnings": list(document.warnings),
+        "intro": [_block_json(b) for b in document.intro],
+        "sections": [section(s) for s in document.sections],
+    }
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = [
+    "NO_VALUE",
+    "Block",
+    "Cell",
+    "CellValue",
+    "Document",
+    "Figure",
+    "Items",
+    "Paragraph",
+    "Preformatted",
+    "Raw",
+    "Section",
+    "Settings",
+    "Table",
+    "as_cell",
+    "is_numeric",
+    "markdown_escape",
+    "number",
+    "table_csv",
+    "table_markdown",
+    "table_text",
+    "to_json",
+    "to_markdown",
+    "to_text",
+]

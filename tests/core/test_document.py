@@ -1,0 +1,121 @@
+"""The one document model: every writer keeps the numbers, escapes what it must, and the HTML
+page is self-contained."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from prefduel.core.document import (
+    NO_VALUE,
+    Cell,
+    Document,
+    Figure,
+    Items,
+    Paragraph,
+    Raw,
+    Section,
+    Settings,
+    Table,
+    number,
+    table_csv,
+    table_text,
+    to_json,
+    to_markdown,
+    to_text,
+)
+from prefduel.core.document_html import stylesheet, to_html
+
+
+def _board() -> Table:
+    return Table(
+        ["policy", "seeds", "score"],
+        [
+            [Cell("coduel", color="#123456"), 32, Cell("45.12", se="1.20")],
+            ["ref:oracle", 32, Cell("183.00", se="10.50", tone="good")],
+        ],
+        row_tones=["", "ref"],
+        key="board",
+        note="32 seeds per row",
+    )
+
+
+def _document() -> Document:
+    return Document(
+        "Report <x>",
+        [
+            Section(
+                "Leaderboard",
+                [Paragraph("Intro <script>alert(1)</script>", "lead"), _board()],
+                subsections=[Section("Settings", [Settings([("seed", "0")])])],
+            ),
+            Section("Figures", [Figure("curve", "<svg id='s'></svg>", "figures/curve.svg")]),
+        ],
+        warnings=["mixed versions"],
+    )
+
+
+def test_number_formats_missing_values_as_a_dash():
+    assert number(1.234, 2) == "1.23"
+    assert number(1.0, 1, sign=True, suffix="%") == "+1.0%"
+    assert number(None, 2) == NO_VALUE
+    assert number(float("nan"), 2) == NO_VALUE
+
+
+def test_a_row_of_the_wrong_length_is_refused_with_the_table_named():
+    with pytest.raises(ValueError, match="table 'board': row 0 has 2 cells for 3 columns"):
+        Table(["a", "b", "c"], [[1, 2]], key="board")
+
+
+def test_text_aligns_numbers_right_and_plus_minus_signs_in_one_column():
+    lines = table_text(_board()).splitlines()
+    assert lines[0].split() == ["policy", "seeds", "score"]
+    assert lines[1].index("±") == lines[2].index("±")
+    assert lines[1].endswith(" 1.20") and lines[2].endswith("10.50")
+    assert lines[-1] == "32 seeds per row"
+
+
+def test_html_escapes_text_but_keeps_figures_and_raw_fragments():
+    page = to_html(_document())
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;" in page and "Report &lt;x&gt;" in page
+    assert "<svg id='s'></svg>" in page
+    assert stylesheet() in page and "<script" not in page.replace("&lt;script", "")
+    assert 'class="ref"' in page and 'style="background:#123456"' in page
+    assert to_html(Document("t", [Section("s", [Raw("<b id=w>x</b>", "x")])])).count("<b id=w>")
+
+
+def test_markdown_links_figures_and_escapes_pipes():
+    blocks = [Figure("c", "<svg/>", "figures/c.svg"), Table(["a|b"], [["x|y"]])]
+    doc = Document("t", [Section("s", blocks)])
+    text = to_markdown(doc)
+    assert "![c](figures/c.svg)" in text and "<svg" not in text
+    assert "| a\\|b |" in text and "| x\\|y |" in text
+
+
+def test_csv_splits_standard_errors_into_their_own_column_and_neutralises_formulas():
+    table = Table(["name", "score"], [["=HYPERLINK(1)", Cell("1.5", se="0.2")], ["-2", "3"]])
+    assert table_csv(table).splitlines() == [
+        "name,score,score se",
+        "'=HYPERLINK(1),1.5,0.2",
+        "-2,3,",
+    ]
+
+
+def test_json_holds_every_table_cell_and_figure_paths_not_svg():
+    data = json.loads(to_json(_document()))
+    board = data["sections"][0]["blocks"][1]
+    assert board["key"] == "board" and board["rows"][0] == ["coduel", "32", "45.12 ± 1.20"]
+    assert data["sections"][1]["blocks"][0] == {"type": "figure", "caption": "curve",
+                                                "path": "figures/curve.svg"}
+
+
+def test_text_writer_lists_sections_warnings_and_items():
+    doc = _document()
+    doc.sections.append(Section("More", [Items(["one", "two"])]))
+    text = to_text(doc)
+    assert "warning: mixed versions" in text
+    assert "Leaderboard\n===========" in text and "Settings\n--------" in text
+    assert "- one\n- two" in text
+    assert [t.key for t in doc.tables()] == ["board"]
