@@ -6,6 +6,9 @@
    already converted to ``evalica.Winner``, conversion not timed). Target: ratio <= 1. Also
    prints the agreement with evalica and choix in Elo points (target: within 0.5).
 2. Per-user Bradley-Terry (batched Newton) and per-user Elo for 10,000 users. Target: < 10 s.
+3. Hierarchical Bradley-Terry (``--bt-mode hier``: shrinkage level chosen by marginal likelihood,
+   then every user's posterior) for 10,000 users x 50 models, against per-user ridge BT on the
+   same battles in the same run. Target: ratio <= 3.
 
 Times are the best of ``--repeat`` runs (wall and CPU); the machine's other load inflates wall
 time, CPU time shows the work done.
@@ -30,6 +33,7 @@ from prefduel.ranking import (
     elo_per_user,
     win_matrix,
 )
+from prefduel.ranking.hier import bt_hierarchical
 
 LABELS = np.array(["tie", "model_a", "model_b"], dtype=object)  # outcome codes 0, 1, 2
 
@@ -105,7 +109,8 @@ def global_bt(n: int, m: int, repeat: int, seed: int) -> bool:
     return ok
 
 
-def per_user(n_users: int, m: int, repeat: int, seed: int) -> bool:
+def _user_battles(n_users: int, m: int, seed: int):
+    """Battles of ``n_users`` users with their own strengths (25-80 votes each), time-ordered."""
     rng = stream(seed, "benchmark", "ranking", "users")
     votes = rng.integers(25, 81, size=n_users)
     user = np.repeat(np.arange(n_users), votes)
@@ -118,14 +123,18 @@ def per_user(n_users: int, m: int, repeat: int, seed: int) -> bool:
     order = rng.permutation(n)
     names = np.array([f"model-{i:02d}" for i in range(m)], dtype=object)
     ids = np.array([f"user-{u:05d}" for u in range(n_users)], dtype=object)
-    battles = battles_from_arrays(
+    return battles_from_arrays(
         names[a][order],
         names[b][order],
         labels[order],
         ids[user][order],
         time=np.arange(n, dtype=float),
     )
-    print(f"per-user ratings, {n_users:,} users, {n:,} battles, {m} models")
+
+
+def per_user(n_users: int, m: int, repeat: int, seed: int) -> bool:
+    battles = _user_battles(n_users, m, seed)
+    print(f"per-user ratings, {n_users:,} users, {battles.n:,} battles, {m} models")
     ok = True
     for mode in ("mle", "ridge"):
         wall, cpu, fit = _best(lambda mode=mode: bt_per_user(battles, mode=mode), repeat)
@@ -140,17 +149,34 @@ def per_user(n_users: int, m: int, repeat: int, seed: int) -> bool:
     return ok
 
 
+def hierarchical(n_users: int, m: int, repeat: int, seed: int) -> bool:
+    battles = _user_battles(n_users, m, seed)
+    print(f"hierarchical BT, {n_users:,} users, {battles.n:,} battles, {m} models")
+    rwall, rcpu, _ = _best(lambda: bt_per_user(battles, mode="ridge"), repeat)
+    hwall, hcpu, fit = _best(lambda: bt_hierarchical(battles), repeat)
+    ratio = hwall / rwall
+    print(f"  BT per user (ridge): {rwall:.2f} s wall, {rcpu:.2f} s CPU")
+    print(f"  hierarchical BT: {hwall:.2f} s wall, {hcpu:.2f} s CPU (tau = {fit.tau:.3f} logits)")
+    print(
+        f"  ratio hierarchical / ridge: {ratio:.2f} (wall), {hcpu / rcpu:.2f} (CPU); "
+        f"target <= 3: {'PASS' if ratio <= 3 else 'FAIL'}"
+    )
+    return ratio <= 3
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--battles", type=int, default=1_000_000)
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--hier-models", type=int, default=50, help="models, hierarchical run")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
     ok = global_bt(args.battles, args.models, args.repeat, args.seed)
     ok &= per_user(args.users, args.models, args.repeat, args.seed)
+    ok &= hierarchical(args.users, args.hier_models, args.repeat, args.seed)
     print("all targets met" if ok else "some target missed")
     if args.strict and not ok:
         sys.exit(1)
