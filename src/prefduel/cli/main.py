@@ -92,7 +92,12 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _add_scheduler(parser: argparse.ArgumentParser) -> None:
+def _add_execution_options(parser: argparse.ArgumentParser) -> None:
+    """How a grid runs (shared by ``run`` and ``leaderboard``): workers or a Dask cluster,
+    the locked rosters, the progress bar."""
+    parser.add_argument(
+        "--jobs", type=positive_int, default=None, help="worker processes (default: number of CPUs)"
+    )
     parser.add_argument(
         "--scheduler",
         metavar="ADDRESS",
@@ -100,6 +105,10 @@ def _add_scheduler(parser: argparse.ArgumentParser) -> None:
         help="run the units on the Dask cluster of this scheduler, e.g. tcp://HOST:8786 "
         '(needs pip install "prefduel[dask]"); --jobs is then ignored',
     )
+    parser.add_argument(
+        "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,7 +119,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_worlds_command(sub)
+    _add_run_command(sub)
+    _add_leaderboard_command(sub)
+    _add_stats_command(sub)
+    for module in (report_cmd, pages_cmd, cache_cmd, rank_cmd, datagen_cmd, prefdisco_cmd):
+        COMMANDS.update(module.register(sub))
+    return parser
 
+
+def _add_worlds_command(sub: Any) -> None:
     worlds = sub.add_parser(
         "worlds",
         help="list the rosters",
@@ -121,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
         "rosters", nargs="*", metavar="ROSTER", help="roster ids or roster files (.yaml)"
     )
 
+
+def _add_run_command(sub: Any) -> None:
     run = sub.add_parser(
         "run",
         help="sweep worlds x seeds x policies",
@@ -140,16 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
         f"my.py:MyPolicy (default: {DEFAULT_POLICIES})",
     )
     run.add_argument("--out", default="results.jsonl", help="results file (default: results.jsonl)")
-    run.add_argument(
-        "--jobs", type=positive_int, default=None, help="worker processes (default: number of CPUs)"
-    )
-    _add_scheduler(run)
-    run.add_argument(
-        "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
-    )
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_execution_options(run)
     run.add_argument("--format", choices=FORMATS, default="text", help="table format")
 
+
+def _add_leaderboard_command(sub: Any) -> None:
     board = sub.add_parser(
         "leaderboard",
         help="run or read a grid and write the leaderboard",
@@ -175,15 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--md", default="leaderboard.md", help="Markdown output (default: %(default)s)"
     )
     board.add_argument("--csv", default="leaderboard.csv", help="CSV output (default: %(default)s)")
-    board.add_argument(
-        "--jobs", type=positive_int, default=None, help="worker processes (default: number of CPUs)"
-    )
-    _add_scheduler(board)
-    board.add_argument(
-        "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
-    )
-    board.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_execution_options(board)
 
+
+def _add_stats_command(sub: Any) -> None:
     stats = sub.add_parser(
         "stats",
         help="summarize a results file",
@@ -228,9 +238,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="only these policies (comma list of specs); references are kept "
         "unless some ref:... names are listed",
     )
-    for module in (report_cmd, pages_cmd, cache_cmd, rank_cmd, datagen_cmd, prefdisco_cmd):
-        COMMANDS.update(module.register(sub))
-    return parser
 
 
 # -- commands --------------------------------------------------------------------------------

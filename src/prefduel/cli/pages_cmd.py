@@ -22,9 +22,9 @@ from tqdm import tqdm
 from prefduel.core.errors import PrefduelError
 from prefduel.pages._html import check_arrival
 from prefduel.pages.play import play_page
-from prefduel.pages.replay import find_row, load_rows, replay_page, replay_trajectory
-from prefduel.policies.loading import canonical_spec
-from prefduel.runner.sweep import labelled_world, world_label
+from prefduel.pages.replay import replay_page
+from prefduel.runner.sweep import labelled_world
+from prefduel.runner.trajectories import find_cell, replay_cell
 from prefduel.worlds.world import World
 
 
@@ -116,23 +116,20 @@ def cmd_play(args: argparse.Namespace, out: Any) -> int:
 
 def cmd_replay(args: argparse.Namespace, out: Any) -> int:
     """Write the "watch the policy learn" page."""
-    rows = load_rows(args.results)
-    label = world_label(args.world)
-    world = _world(label, args.seed, args.allow_test)
-    policy = canonical_spec(args.policy)
-    row = find_row(rows, label, args.seed, policy)
+    cell = find_cell(args.results, args.world, args.seed, args.policy, allow_test=args.allow_test)
+    world, policy = cell.world, cell.policy
     arrival = check_arrival(world, args.arrival)
     with tqdm(
         total=world.N,
         unit="arrival",
-        desc=f"re-running {policy} on {label}, seed {args.seed} to recover its pairs",
+        desc=f"re-running {policy} on {world.name}, seed {args.seed} to recover its pairs",
         file=sys.stderr,
         leave=False,
     ) as bar:
-        trajectory = replay_trajectory(world, row, on_arrival=lambda _: bar.update())
-    _write(args.out, replay_page(world, row, trajectory, arrival=arrival))
+        clicks = replay_cell(cell, on_arrival=lambda _: bar.update())
+    _write(args.out, replay_page(world, cell.row, clicks.trajectory, arrival=arrival))
     out.write(
-        f"wrote {args.out}: {policy} on {label}, seed {args.seed}, {world.N} arrivals "
-        f"(score {row.get('score', float('nan')):.1f}); open it in a browser\n"
+        f"wrote {args.out}: {policy} on {world.name}, seed {args.seed}, {world.N} arrivals "
+        f"(score {cell.row.get('score', float('nan')):.1f}); open it in a browser\n"
     )
     return 0

@@ -59,7 +59,16 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         default=None,
         help="file format (default: from the suffix)",
     )
-    cols = rank.add_argument_group("input columns and labels")
+    _add_column_options(rank.add_argument_group("input columns and labels"))
+    analysis = rank.add_argument_group("analysis")
+    _add_rating_options(analysis)
+    _add_feature_options(analysis)
+    _add_run_options(rank.add_argument_group("TutorDuel clicks (instead of BATTLES)"))
+    return {"rank": cmd_rank}
+
+
+def _add_column_options(cols: Any) -> None:
+    """The column names and winner labels of the battle file."""
     cols.add_argument("--model-a-col", default="model_a", help="default: %(default)s")
     cols.add_argument("--model-b-col", default="model_b", help="default: %(default)s")
     cols.add_argument("--winner-col", default="winner", help="default: %(default)s")
@@ -94,7 +103,10 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         help="invalid UTF-8: stop naming the line, replace bad bytes (rows kept, counted), or "
         "skip those lines (counted; CSV and JSONL) (default: %(default)s)",
     )
-    ana = rank.add_argument_group("analysis")
+
+
+def _add_rating_options(ana: Any) -> None:
+    """Elo, Bradley-Terry, bootstrap and the per-user threshold (the ``analysis`` group)."""
     ana.add_argument(
         "--k",
         type=positive_float,
@@ -133,6 +145,10 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         default=0,
         help="seed of every random step; with --from-run also the run's seed (default: 0)",
     )
+
+
+def _add_feature_options(ana: Any) -> None:
+    """Topics, style and the prediction of user scores (the ``analysis`` group, continued)."""
     ana.add_argument("--topics", type=int_at_least(2), default=10, help="default: %(default)s")
     ana.add_argument("--topic-backend", choices=("lda", "fastopic"), default="lda")
     ana.add_argument("--style-backend", choices=("handcrafted", "embedding"), default="handcrafted")
@@ -160,7 +176,10 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         action="store_true",
         help="skip the shuffled-features control of the prediction",
     )
-    run = rank.add_argument_group("TutorDuel clicks (instead of BATTLES)")
+
+
+def _add_run_options(run: Any) -> None:
+    """``--from-run`` and the cell it names (instead of a BATTLES file)."""
     run.add_argument(
         "--from-run",
         metavar="RESULTS",
@@ -178,7 +197,6 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         action="store_true",
         help="only write DIR/clicks.csv (Arena format), no analysis",
     )
-    return {"rank": cmd_rank}
 
 
 def command_line(argv_args: argparse.Namespace) -> str:
@@ -206,82 +224,89 @@ def _make_out_dir(out_dir: Path) -> None:
 
 
 def _load_run(args: argparse.Namespace, out_dir: Path, out: Any) -> tuple[Any, int]:
-    """Re-run the cell of ``--from-run``, write its clicks, return ``(frame, rounds)``."""
-    from prefduel.pages.replay import find_row, load_rows, replay_trajectory
-    from prefduel.policies.loading import canonical_spec
+    """Re-run the cell of ``--from-run`` (`prefduel.runner.trajectories`), write its clicks,
+    return ``(frame, rounds)``."""
     from prefduel.ranking import trajectory_battles, write_battles
-    from prefduel.runner.sweep import labelled_world, world_label
+    from prefduel.runner.trajectories import find_cell, replay_cell
 
-    rows = load_rows(args.from_run)
-    label = world_label(args.world)
-    world = labelled_world(label, args.seed, allow_test=args.allow_test)
-    policy = canonical_spec(args.policy)
-    row = find_row(rows, label, args.seed, policy)
+    cell = find_cell(args.from_run, args.world, args.seed, args.policy, allow_test=args.allow_test)
+    world, policy = cell.world, cell.policy
     with tqdm(
         total=world.N,
         unit="arrival",
-        desc=f"re-running {policy} on {label}, seed {args.seed} to recover its clicks",
+        desc=f"re-running {policy} on {world.name}, seed {args.seed} to recover its clicks",
         file=sys.stderr,
         leave=False,
     ) as bar:
-        trajectory = replay_trajectory(world, row, on_arrival=lambda _: bar.update())
-    frame = trajectory_battles(world, trajectory, policy=policy)
+        clicks = replay_cell(cell, on_arrival=lambda _: bar.update())
+    frame = trajectory_battles(world, clicks.trajectory, policy=policy)
     _make_out_dir(out_dir)
     path = write_battles(frame, out_dir / "clicks.csv")
     out.write(
-        f"wrote {path}: {len(frame)} clicks of {policy} on {label} (seed {args.seed}), "
+        f"wrote {path}: {len(frame)} clicks of {policy} on {world.name} (seed {args.seed}), "
         f"{world.N} arrivals x {world.S} rounds, {world.K} personas\n"
     )
     return frame, world.S
 
 
-def cmd_rank(args: argparse.Namespace, out: Any) -> int:
-    """Read the battles (or a run's clicks), analyse them, write the reports."""
-    from prefduel.ranking import (
-        BattleSchema,
-        RankConfig,
-        analyze,
-        battles_from_frame,
-        read_battles,
-        write_report,
+def _schema(args: argparse.Namespace, prompt: str | None) -> Any:
+    """The battle schema of the column and label options, with ``prompt`` as the prompt
+    column."""
+    from prefduel.ranking import BattleSchema
+
+    return BattleSchema.with_labels(
+        args.winner_labels,
+        model_a=args.model_a_col,
+        model_b=args.model_b_col,
+        winner=args.winner_col,
+        user=args.user_col,
+        time=args.time_col,
+        prompt=prompt,
+        unknown_winner=args.unknown_winner,
     )
 
-    if bool(args.battles) == bool(args.from_run):
-        raise SpecError("rank: give either a BATTLES file or --from-run RESULTS (exactly one)")
-    out_dir = Path(args.out)  # created only once the input has been read
-    columns = {
-        "model_a": args.model_a_col,
-        "model_b": args.model_b_col,
-        "winner": args.winner_col,
-        "user": args.user_col,
-        "time": args.time_col,
-        "prompt": args.prompt_col,
-        "unknown_winner": args.unknown_winner,
-    }
+
+def _read_file_battles(args: argparse.Namespace, out_dir: Path) -> tuple[Any, int | None]:
+    """The battles of the BATTLES file, and ``--min-votes``."""
+    from prefduel.ranking import read_battles
+
+    if args.export_only:
+        raise SpecError("rank: --export-only goes with --from-run")
+    schema = _schema(args, args.prompt_col)
+    battles = read_battles(
+        args.battles, schema, fmt=args.format, encoding_errors=args.encoding_errors
+    )
+    _make_out_dir(out_dir)
+    return battles, args.min_votes
+
+
+def _read_run_battles(
+    args: argparse.Namespace, out_dir: Path, out: Any
+) -> tuple[Any, int | None] | None:
+    """The clicks of ``--from-run`` as battles, and ``--min-votes`` (at most the rounds per
+    arrival unless given); None with ``--export-only`` (the clicks are written, nothing more)."""
+    from prefduel.ranking import battles_from_frame
+
+    frame, rounds = _load_run(args, out_dir, out)
+    if args.export_only:
+        return None
     min_votes = args.min_votes
-    if args.from_run:
-        frame, rounds = _load_run(args, out_dir, out)
-        if args.export_only:
-            return 0
-        if min_votes is None:
-            min_votes = min(25, rounds)
-            print(
-                f"--min-votes {min_votes} (each arrival answers {rounds} rounds)", file=sys.stderr
-            )
-        columns["prompt"] = columns["prompt"] or "prompt"
-        schema = BattleSchema.with_labels(args.winner_labels, **columns)
-        battles = battles_from_frame(
-            frame, schema, source=f"clicks of {args.policy} on {args.world} (seed {args.seed})"
-        )
-    else:
-        if args.export_only:
-            raise SpecError("rank: --export-only goes with --from-run")
-        schema = BattleSchema.with_labels(args.winner_labels, **columns)
-        battles = read_battles(
-            args.battles, schema, fmt=args.format, encoding_errors=args.encoding_errors
-        )
-        _make_out_dir(out_dir)
-    config = RankConfig(
+    if min_votes is None:
+        min_votes = min(25, rounds)
+        print(f"--min-votes {min_votes} (each arrival answers {rounds} rounds)", file=sys.stderr)
+    battles = battles_from_frame(
+        frame,
+        _schema(args, args.prompt_col or "prompt"),
+        source=f"clicks of {args.policy} on {args.world} (seed {args.seed})",
+    )
+    return battles, min_votes
+
+
+def _rank_config(args: argparse.Namespace, min_votes: int | None) -> Any:
+    """The `prefduel.ranking.RankConfig` of the analysis options."""
+    from prefduel.ranking import RankConfig
+
+    return RankConfig(
         k=args.k,
         min_votes=25 if min_votes is None else min_votes,
         bt_mode=args.bt_mode,
@@ -300,21 +325,24 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
         folds=args.cv_folds,
         shuffle_control=not args.no_shuffle_control,
     )
-    summary = battles.summary()
-    skipped = {k: v for k, v in summary["skipped"].items() if v}
-    noted = {k: v for k, v in summary["notes"].items() if v}
-    out.write(
-        f"read {summary['rows_read']} rows from {summary['source']}: {summary['battles']} "
-        f"battles, {summary['models']} models, {summary['users']} users; skipped "
-        f"{summary['skipped_total']}"
-        + (f" ({', '.join(f'{k}: {v}' for k, v in skipped.items())})" if skipped else "")
-        + (
-            f"; kept with notes: {', '.join(f'{k}: {v}' for k, v in noted.items())}"
-            if noted
-            else ""
-        )
-        + "\n"
-    )
+
+
+def cmd_rank(args: argparse.Namespace, out: Any) -> int:
+    """Read the battles (or a run's clicks), analyse them, write the reports."""
+    from prefduel.ranking import analyze, write_report
+
+    if bool(args.battles) == bool(args.from_run):
+        raise SpecError("rank: give either a BATTLES file or --from-run RESULTS (exactly one)")
+    out_dir = Path(args.out)  # created only once the input has been read
+    if args.from_run:
+        loaded = _read_run_battles(args, out_dir, out)
+        if loaded is None:  # --export-only
+            return 0
+    else:
+        loaded = _read_file_battles(args, out_dir)
+    battles, min_votes = loaded
+    config = _rank_config(args, min_votes)
+    out.write(_input_summary(battles.summary()))
     started = time.perf_counter()
 
     def stage(name: str) -> None:
@@ -330,6 +358,24 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
         f"{paths['models_csv'].name}, {paths['users_csv'].name}\n"
     )
     return 0
+
+
+def _input_summary(summary: dict[str, Any]) -> str:
+    """The line saying what was read: rows, battles, models, users, skips and notes."""
+    skipped = {k: v for k, v in summary["skipped"].items() if v}
+    noted = {k: v for k, v in summary["notes"].items() if v}
+    return (
+        f"read {summary['rows_read']} rows from {summary['source']}: {summary['battles']} "
+        f"battles, {summary['models']} models, {summary['users']} users; skipped "
+        f"{summary['skipped_total']}"
+        + (f" ({', '.join(f'{k}: {v}' for k, v in skipped.items())})" if skipped else "")
+        + (
+            f"; kept with notes: {', '.join(f'{k}: {v}' for k, v in noted.items())}"
+            if noted
+            else ""
+        )
+        + "\n"
+    )
 
 
 def _summary_text(result: Any) -> str:
