@@ -18,8 +18,10 @@ from prefduel.core.document import (
     Section,
     Settings,
     Table,
+    markdown_escape,
     number,
     table_csv,
+    table_markdown,
     table_text,
     to_json,
     to_markdown,
@@ -61,6 +63,15 @@ def test_number_formats_missing_values_as_a_dash():
     assert number(1.0, 1, sign=True, suffix="%") == "+1.0%"
     assert number(None, 2) == NO_VALUE
     assert number(float("nan"), 2) == NO_VALUE
+
+
+def test_number_can_switch_to_scientific_notation_for_tiny_and_huge_values():
+    assert number(1.234e-5, 4, scientific=True) == "1.23e-05"
+    assert number(1.234e-5, 4) == "0.0000"  # off by default
+    assert number(-250000.0, 1, scientific=True) == "-2.50e+05"
+    assert number(0.5, 3, sign=True, suffix="%", scientific=True) == "+0.500%"
+    assert number(0.0, 3, scientific=True) == "0.000"  # zero is never scientific
+    assert number(None, 3, scientific=True) == NO_VALUE
 
 
 def test_a_row_of_the_wrong_length_is_refused_with_the_table_named():
@@ -119,3 +130,63 @@ def test_text_writer_lists_sections_warnings_and_items():
     assert "Leaderboard\n===========" in text and "Settings\n--------" in text
     assert "- one\n- two" in text
     assert [t.key for t in doc.tables()] == ["board"]
+
+
+def _ranked() -> Table:
+    return Table(
+        ["policy", "interval"],
+        [["ref:oracle_user", "[0.1, 0.3]"], ["my_pol.py:A*", "[-0.2, 10.5]"]],
+        row_tones=["ref", ""],
+        align=("left", "right"),
+        header_rule=True,
+        ref_marker="[ref]",
+        escape_emphasis=True,
+    )
+
+
+def test_explicit_alignment_overrides_number_detection_and_is_checked():
+    table = _ranked()
+    assert table.numeric_columns() == [False, True]
+    assert table_markdown(table).splitlines()[1] == "|---|---:|"
+    assert Table(["a"], [["[1, 2]"]]).numeric_columns() == [False]  # detected by default
+    with pytest.raises(ValueError, match="table 't': 1 alignments for 2 columns"):
+        Table(["a", "b"], [], key="t", align=("left",))
+
+
+def test_text_can_underline_the_header_and_mark_reference_rows():
+    lines = table_text(_ranked()).splitlines()
+    assert lines[0].split() == ["policy", "interval"]
+    assert lines[1] == "-" * len("ref:oracle_user [ref]") + "  " + "-" * len("[-0.2, 10.5]")
+    assert lines[2].startswith("ref:oracle_user [ref]  ") and lines[2].endswith(" [0.1, 0.3]")
+    assert lines[3].startswith("my_pol.py:A* ") and "[ref]" not in lines[3]
+    plain = table_text(Table(["a"], [["x"]], row_tones=["ref"]))
+    assert plain == "a\nx"  # no rule, no marker unless asked
+
+
+def test_markdown_can_italicise_reference_rows_and_escape_emphasis():
+    lines = table_markdown(_ranked()).splitlines()
+    assert lines[2] == "| *ref:oracle\\_user* | [0.1, 0.3] |"
+    assert lines[3] == "| my\\_pol.py:A\\* | [-0.2, 10.5] |"
+    assert markdown_escape("a_b*c`d|e") == "a_b*c`d\\|e"
+    assert markdown_escape("a_b*c`d|e", emphasis=True) == "a\\_b\\*c\\`d\\|e"
+    default = table_markdown(Table(["p"], [["ref:a_b"]], row_tones=["ref"]))
+    assert default.splitlines()[2] == "| ref:a_b |"
+
+
+def test_total_rows_are_marked_in_html_and_styled_by_the_stylesheet():
+    table = Table(["task", "n"], [["a", 1], ["all", 2]], row_tones=["", "total"])
+    page = to_html(Document("t", [Section("s", [table])]))
+    assert '<tr class="total"><td>all</td>' in page
+    assert "tr.total td {" in stylesheet()
+
+
+def test_html_can_escape_text_as_the_standard_library_does():
+    from html import escape
+
+    note = "2 for 'random' & \"q\" <b>"
+    doc = Document("t", [Section("s", [Paragraph(note), Raw("<i id='r'>x</i>", "x")])])
+    default, stdlib = to_html(doc), to_html(doc, stdlib_escape=True)
+    assert escape(note) in stdlib and escape(note) not in default
+    assert "2 for &#39;random&#39; &amp; &#34;q&#34; &lt;b&gt;" in default
+    assert "<b>" not in stdlib and "<i id='r'>x</i>" in stdlib  # Raw stays markup
+    assert stylesheet() in stdlib

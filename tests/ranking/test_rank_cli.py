@@ -96,7 +96,8 @@ def test_rank_writes_self_contained_reports(vote_log, tmp_path, capsys):
     assert not re.search(r"<(script|link|img)\b", page)  # no external or scripted resources
     assert not re.search(r"(src|href)=\"https?:", page)
     markdown = (out / "report.md").read_text(encoding="utf-8")
-    assert "data:image/svg+xml;base64," in markdown and "| self_battle |" in markdown
+    assert "](figures/ratings.svg)" in markdown and "| self_battle |" in markdown
+    assert "data:image/svg+xml;base64," not in markdown  # figures are linked, not inlined
     with (out / "models.csv").open(encoding="utf-8") as handle:
         models = list(csv.DictReader(handle))
     assert len(models) == data["input"]["models"] and "bt_lo" in models[0]

@@ -19,7 +19,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from prefduel.core.csvcells import spreadsheet_safe
@@ -28,10 +28,18 @@ from prefduel.core.csvcells import spreadsheet_safe
 NO_VALUE = "–"
 
 Tone = Literal["", "good", "bad", "best", "worst", "muted", "warn"]
+Align = Literal["left", "right"]
 ParagraphStyle = Literal["plain", "lead", "note", "warn"]
 
 
-def number(value: float | None, digits: int, sign: bool = False, suffix: str = "") -> str:
+def number(
+    value: float | None,
+    digits: int,
+    sign: bool = False,
+    suffix: str = "",
+    *,
+    scientific: bool = False,
+) -> str:
     """``value`` with ``digits`` decimals (a ``+`` sign if asked), `NO_VALUE` if None or nan.
 
     Args:
@@ -39,9 +47,13 @@ def number(value: float | None, digits: int, sign: bool = False, suffix: str = "
         digits: Decimals.
         sign: Print ``+`` for positive values.
         suffix: Appended to a present value (e.g. ``%``).
+        scientific: Print a nonzero value below 1e-3 or from 1e5 in magnitude as ``1.23e-05``
+            (two decimals), so that tiny p-values do not read as ``0.000``.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return NO_VALUE
+    if scientific and value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
+        return (f"{value:+.2e}" if sign else f"{value:.2e}") + suffix
     return (f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}") + suffix
 
 
@@ -100,9 +112,17 @@ class Table:
         rows: Rows of cell values, each as long as ``columns``.
         title: Caption (HTML) / heading line (text).
         note: A sentence under the table.
-        row_tones: Per-row tone (``ref`` rows are italic and muted in HTML), or empty.
+        row_tones: Per-row tone (``ref`` rows are italic and muted in HTML, ``total`` rows
+            bold under a rule), or empty.
         key: Machine name, used for CSV file names and JSON keys.
         collapsed: Shown behind a "Table" disclosure in HTML.
+        align: Per column ``left`` or ``right``, overriding the detection of number columns
+            (e.g. to right-align intervals such as ``[0.1, 0.3]``); empty: detected.
+        header_rule: Text writers underline the header with dashes.
+        ref_marker: How plain formats mark ``ref`` rows: text writers append it to the row's
+            first cell (e.g. ``[ref]``) and Markdown sets that cell in italics; empty: unmarked.
+        escape_emphasis: Markdown also escapes ``*``, ``_`` and backticks in cells, so names
+            such as ``my_policy.py`` never turn into emphasis or code.
     """
 
     columns: Sequence[CellValue]
@@ -112,8 +132,17 @@ class Table:
     row_tones: Sequence[str] = ()
     key: str = ""
     collapsed: bool = False
+    align: Sequence[Align] = ()
+    header_rule: bool = False
+    ref_marker: str = ""
+    escape_emphasis: bool = False
 
     def __post_init__(self) -> None:
+        if self.align and len(self.align) != len(self.columns):
+            raise ValueError(
+                f"table {self.key or self.title!r}: {len(self.align)} alignments for "
+                f"{len(self.columns)} columns"
+            )
         for index, row in enumerate(self.rows):
             if len(row) != len(self.columns):
                 raise ValueError(
@@ -130,7 +159,10 @@ class Table:
         return [[as_cell(c).plain() for c in row] for row in self.rows]
 
     def numeric_columns(self) -> list[bool]:
-        """Per column, whether every non-missing cell reads as a number (right-aligned)."""
+        """Per column, whether it is right-aligned: as ``align`` says, else whether every
+        non-missing cell reads as a number."""
+        if self.align:
+            return [a == "right" for a in self.align]
         flags = []
         for j in range(len(self.columns)):
             texts = [as_cell(row[j]).text for row in self.rows]
@@ -269,7 +301,11 @@ class Document:
 def table_text(table: Table) -> str:
     """A table as aligned plain-text columns (numbers right-aligned, ``±`` aligned)."""
     cells = [[as_cell(c) for c in row] for row in table.rows]
+    for row, tone in zip(cells, table.row_tones if table.ref_marker else (), strict=False):
+        if tone == "ref" and row:
+            row[0] = replace(row[0], text=f"{row[0].text} {table.ref_marker}")
     numeric = table.numeric_columns()
+    widths: list[int] = []
     columns: list[list[str]] = []
     for j, head in enumerate(table.header()):
         column = [row[j] for row in cells]
@@ -280,7 +316,10 @@ def table_text(table: Table) -> str:
         width = max([len(head), *map(len, values)])
         pad = str.rjust if numeric[j] else str.ljust
         columns.append([pad(head, width), *(pad(v, width) for v in values)])
+        widths.append(width)
     lines = ["  ".join(parts).rstrip() for parts in zip(*columns, strict=True)]
+    if table.header_rule:
+        lines.insert(1, "  ".join("-" * w for w in widths))
     if table.title:
         lines.insert(0, table.title)
     if table.note:
@@ -335,22 +374,34 @@ def to_text(document: Document) -> str:
     return "\n".join(p for p in parts if p is not None).strip("\n") + "\n"
 
 
-def markdown_escape(text: str) -> str:
-    """Text safe inside a Markdown table cell (pipes escaped, one line)."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+def markdown_escape(text: str, emphasis: bool = False) -> str:
+    """Text safe inside a Markdown table cell (pipes escaped, one line).
+
+    Args:
+        text: Plain text.
+        emphasis: Also escape ``*``, ``_`` and backticks (no emphasis or code spans).
+    """
+    out = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    if emphasis:
+        for char in ("*", "_", "`"):
+            out = out.replace(char, "\\" + char)
+    return out
 
 
 def table_markdown(table: Table) -> str:
     """A table as a GitHub-flavoured Markdown pipe table (numbers right-aligned)."""
-    header = table.header()
+    emphasis = table.escape_emphasis
     rule = ["---:" if n else "---" for n in table.numeric_columns()]
-    lines = ["| " + " | ".join(markdown_escape(h) for h in header) + " |"]
+    lines = ["| " + " | ".join(markdown_escape(h, emphasis) for h in table.header()) + " |"]
     lines.append("|" + "|".join(rule) + "|")
-    lines += [
-        "| " + " | ".join(markdown_escape(c) for c in row) + " |" for row in table.text_rows()
-    ]
+    tones = list(table.row_tones) if table.ref_marker else []
+    for index, row in enumerate(table.text_rows()):
+        cells = [markdown_escape(c, emphasis) for c in row]
+        if index < len(tones) and tones[index] == "ref" and cells:
+            cells[0] = f"*{cells[0]}*"
+        lines.append("| " + " | ".join(cells) + " |")
     if table.title:
-        lines.insert(0, f"**{markdown_escape(table.title)}**\n")
+        lines.insert(0, f"**{markdown_escape(table.title, emphasis)}**\n")
     if table.note:
         lines += ["", table.note]
     return "\n".join(lines)
