@@ -1,6 +1,8 @@
 """The sections of ``prefduel stats``: filtered rows, the summary table, paired gains vs a
 competitor, learning and per-round curves, and the per-profile breakdown, as text, Markdown,
-CSV or one JSON document (`stats_report`).
+CSV or one JSON document (`stats_report`). Each section is made of
+`prefduel.core.document.Table` objects written by the shared writers
+(`prefduel.stats.table.render`); JSON holds the computed entries themselves.
 
 The command line only reads the results file and prints what `stats_report` returns.
 """
@@ -8,17 +10,25 @@ The command line only reads the results file and prints what `stats_report` retu
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from prefduel.core.document import NO_VALUE, Cell, Table, number
 from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.core.registry import parse_spec, split_specs
 from prefduel.runner.rows import number_problem, versions_note
 from prefduel.runner.store import ResultsFileWarning
 from prefduel.runner.sweep import world_label
 from prefduel.stats.paired import learning_curve, paired_gains, profile_breakdown, round_curve
-from prefduel.stats.table import format_table, summarize_rows
+from prefduel.stats.table import (
+    data_table,
+    render,
+    summarize_rows,
+    summary_blocks,
+    summary_records,
+)
 from prefduel.worlds.rosters import get_world
 
 
@@ -90,7 +100,7 @@ def stats_report(all_rows: list[dict[str, Any]], options: StatsOptions) -> str |
     gains = _stats_gains(all_rows, options)
     policy_rows = [r for r in rows if r.get("kind") == "policy"]
     if options.fmt == "json":
-        doc: dict[str, Any] = {"summary": json.loads(format_table(summary, "json"))}
+        doc: dict[str, Any] = {"summary": summary_records(summary)}
         if gains is not None:
             doc["paired_gains"] = gains
         if options.curves:
@@ -98,14 +108,14 @@ def stats_report(all_rows: list[dict[str, Any]], options: StatsOptions) -> str |
         if options.by_profile:
             doc["by_profile"] = _profile_entries(rows, options)
         return json.dumps(doc, indent=2) + "\n"
-    parts = [format_table(summary, options.fmt)]
+    blocks = summary_blocks(summary, options.fmt)
     if gains:
-        parts.append(format_gains(gains, options.fmt))
+        blocks += _gains_blocks(gains, options.fmt)
     if options.curves:
-        parts.append(format_curves(policy_rows, options))
+        blocks += _curve_blocks(policy_rows, options)
     if options.by_profile:
-        parts.append(_profile_tables(_profile_entries(rows, options), options.fmt))
-    return "".join(parts)
+        blocks += _profile_blocks(_profile_entries(rows, options), options.fmt)
+    return render(blocks, options.fmt)
 
 
 def parse_names(text: str) -> list[str]:
@@ -193,55 +203,67 @@ def _curves(rows: list[dict[str, Any]], window: int) -> list[dict[str, Any]]:
     return entries
 
 
-def format_curves(rows: list[dict[str, Any]], options: StatsOptions) -> str:
-    """Learning curves (per arrival) and per-round curves as text, Markdown or CSV."""
+_CURVE_FIELDS = ("world", "policy", "curve", "x", "mean", "lo", "hi", "seeds")
+
+
+def _curve_blocks(rows: list[dict[str, Any]], options: StatsOptions) -> list[Table]:
+    """Learning curves (per arrival) and per-round curves: the long-form data for ``csv``, else
+    per world one table per kind at a few checkpoints (Markdown adds the 95% bands)."""
     entries = _curves(rows, options.window)
-    fields = ("world", "policy", "curve", "x", "mean", "lo", "hi", "seeds")
     if options.fmt == "csv":
-        lines = [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
-        return "\n".join(lines) + "\n"
-    parts = []
+        return [data_table(_CURVE_FIELDS, entries)]
+    bands = options.fmt == "md"
+    band_note = "; [95% band]" if bands else "; md/csv/json add 95% bands"
+    tables = []
     for world in dict.fromkeys(e["world"] for e in entries):
         mine = [e for e in entries if e["world"] == world]
         n_arrivals = max(e["x"] for e in mine if e["curve"] == "arrival") + 1
-        checkpoints = sorted({*range(0, n_arrivals, 50), n_arrivals - 1})
         n_rounds = max(e["x"] for e in mine if e["curve"] == "round")
+        arrival_title = (
+            f"{world}: excess regret per arrival (centered {options.window}-arrival mean, "
+            f"mean over seeds{band_note})"
+        )
+        round_title = f"{world}: mean excess regret per round (over arrivals and seeds)"
+        checkpoints = sorted({*range(0, n_arrivals, 50), n_arrivals - 1})
         rounds = sorted({1, *range(4, n_rounds + 1, 4)})
-        for kind, xs, title in (
-            (
-                "arrival",
-                checkpoints,
-                f"{world}: excess regret per arrival (centered {options.window}-arrival mean, "
-                "mean over seeds"
-                + ("; [95% band]" if options.fmt == "md" else "; md/csv/json add 95% bands")
-                + ")",
-            ),
-            ("round", rounds, f"{world}: mean excess regret per round (over arrivals and seeds)"),
-        ):
-            by_policy: dict[str, dict[int, dict[str, Any]]] = {}
-            for e in mine:
-                if e["curve"] == kind and e["x"] in xs:
-                    by_policy.setdefault(e["policy"], {})[e["x"]] = e
-            label = "arrival" if kind == "arrival" else "round"
-            if options.fmt == "md":
-                lines = ["", f"**{title}**", ""]
-                lines.append("| policy | " + " | ".join(f"{label} {x}" for x in xs) + " |")
-                lines.append("|---|" + "---:|" * len(xs))
-                for policy, points in by_policy.items():
-                    cells = [
-                        f"{p['mean']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]"
-                        for p in (points[x] for x in xs)
-                    ]
-                    lines.append(f"| {policy} | " + " | ".join(cells) + " |")
-            else:
-                width = max(len(p) for p in by_policy)
-                lines = ["", title]
-                lines.append(" " * (width + 2) + "".join(f"{x:>8d}" for x in xs))
-                for policy, points in by_policy.items():
-                    values = "".join(f"{points[x]['mean']:8.3f}" for x in xs)
-                    lines.append(f"  {policy:{width}s}{values}")
-            parts.append("\n".join(lines))
-    return "\n".join(parts) + "\n"
+        tables.append(_curve_table(mine, "arrival", checkpoints, arrival_title, bands))
+        tables.append(_curve_table(mine, "round", rounds, round_title, bands))
+    return tables
+
+
+def _curve_table(
+    entries: list[dict[str, Any]], kind: str, xs: list[int], title: str, bands: bool
+) -> Table:
+    """One world's ``kind`` curve (``arrival`` or ``round``) of every policy at ``xs``."""
+    by_policy: dict[str, dict[int, dict[str, Any]]] = {}
+    for e in entries:
+        if e["curve"] == kind and e["x"] in xs:
+            by_policy.setdefault(e["policy"], {})[e["x"]] = e
+    head = [f"{kind} {x}" if bands else str(x) for x in xs]
+    rows = [
+        [policy, *(_curve_cell(points[x], bands) for x in xs)]
+        for policy, points in by_policy.items()
+    ]
+    return Table(["policy", *head], rows, title=title, align=("left", *["right"] * len(xs)))
+
+
+def _curve_cell(point: dict[str, Any], bands: bool) -> str:
+    """The mean at a checkpoint, with its ``[lo, hi]`` band if asked and defined."""
+    band = _interval(point["lo"], point["hi"], 3)
+    mean = number(point["mean"], 3)
+    return f"{mean} {band}" if bands and band != NO_VALUE else mean
+
+
+def _interval(lo: float, hi: float, digits: int, sign: bool = False) -> str:
+    """``[lo, hi]``, or `NO_VALUE` when a bound is undefined (a single seed)."""
+    if math.isnan(lo) or math.isnan(hi):
+        return NO_VALUE
+    return f"[{number(lo, digits, sign)}, {number(hi, digits, sign)}]"
+
+
+def format_curves(rows: list[dict[str, Any]], options: StatsOptions) -> str:
+    """Learning curves (per arrival) and per-round curves as text, Markdown or CSV."""
+    return render(_curve_blocks(rows, options), options.fmt)
 
 
 def _profile_entries(rows: list[dict[str, Any]], options: StatsOptions) -> list[dict[str, Any]]:
@@ -266,65 +288,60 @@ def _profile_entries(rows: list[dict[str, Any]], options: StatsOptions) -> list[
     return entries
 
 
-def _profile_tables(entries: list[dict[str, Any]], fmt: str) -> str:
-    """The per-profile breakdown as CSV, or text/Markdown lines per world."""
+_PROFILE_FIELDS = ("world", "policy", "profile", "arrivals", "excess_mean", "excess_se")
+
+
+def _profile_blocks(entries: list[dict[str, Any]], fmt: str) -> list[Table]:
+    """The per-profile breakdown: the long-form data for ``csv``, else one table per world."""
     if fmt == "csv":
-        fields = ("world", "policy", "profile", "arrivals", "excess_mean", "excess_se")
-        lines = [",".join(fields)] + [",".join(str(e[f]) for f in fields) for e in entries]
-        return "\n".join(lines) + "\n"
-    parts = []
+        return [data_table(_PROFILE_FIELDS, entries)]
+    tables = []
     for world_name in dict.fromkeys(e["world"] for e in entries):
         mine = [e for e in entries if e["world"] == world_name]
-        lines = [
-            f"\n{mine[0]['policy']} on {world_name}: excess regret per arrival by hidden "
-            "profile (worst served first)"
-        ]
-        lines += [
-            f"  {e['profile']:40s} {e['arrivals']:6d} arrivals  "
-            f"{e['excess_mean']:6.3f} ± {e['excess_se']:.3f}"
+        rows = [
+            [
+                e["profile"],
+                e["arrivals"],
+                Cell(number(e["excess_mean"], 3), se=number(e["excess_se"], 3)),
+            ]
             for e in mine
         ]
-        parts.append("\n".join(lines))
-    return "\n".join(parts) + "\n"
+        title = (
+            f"{mine[0]['policy']} on {world_name}: excess regret per arrival by hidden "
+            "profile (worst served first)"
+        )
+        columns = ["profile", "arrivals", "excess (mean ± s.e.)"]
+        tables.append(Table(columns, rows, title=title, align=("left", "right", "right")))
+    return tables
+
+
+_GAIN_FIELDS = ("world", "policy", "competitor", "n", "change_mean")
+_GAIN_FIELDS += ("t_lo", "t_hi", "boot_lo", "boot_hi")
+
+
+def _gains_blocks(gains: list[dict[str, Any]], fmt: str) -> list[Table]:
+    """Paired relative changes in excess regret: the long-form data for ``csv``, else one table
+    (none for no gains)."""
+    if fmt == "csv":
+        return [data_table(_GAIN_FIELDS, gains)]
+    if not gains:
+        return []
+    rows = [
+        [
+            g["world"],
+            g["policy"],
+            g["n"],
+            number(g["change_mean"], 1, sign=True, suffix="%"),
+            _interval(g["t_lo"], g["t_hi"], 1, sign=True),
+            _interval(g["boot_lo"], g["boot_hi"], 1, sign=True),
+        ]
+        for g in gains
+    ]
+    columns = ["world", "policy", "seeds", "change", "95% t", "95% bootstrap"]
+    title = f"paired change in excess regret vs {gains[0]['competitor']}"
+    return [Table(columns, rows, title=title, align=("left", "left", *["right"] * 4))]
 
 
 def format_gains(gains: list[dict[str, Any]], fmt: str) -> str:
     """Paired relative changes in excess regret as text, Markdown or CSV."""
-    fields = (
-        "world",
-        "policy",
-        "competitor",
-        "n",
-        "change_mean",
-        "t_lo",
-        "t_hi",
-        "boot_lo",
-        "boot_hi",
-    )
-    if fmt == "csv":
-        lines = [",".join(fields)]
-        lines += [",".join(str(g[f]) for f in fields) for g in gains]
-        return "\n".join(lines) + "\n"
-    title = f"paired change in excess regret vs {gains[0]['competitor']}" if gains else ""
-    if fmt == "md":
-        lines = [
-            "",
-            f"**{title}**",
-            "",
-            "| world | policy | seeds | change | 95% t | 95% bootstrap |",
-            "|---|---|---:|---:|---:|---:|",
-        ]
-        lines += [
-            f"| {g['world']} | {g['policy']} | {g['n']} | {g['change_mean']:+.1f}% | "
-            f"[{g['t_lo']:+.1f}, {g['t_hi']:+.1f}] | [{g['boot_lo']:+.1f}, {g['boot_hi']:+.1f}] |"
-            for g in gains
-        ]
-        return "\n".join(lines) + "\n"
-    lines = ["", title]
-    lines += [
-        f"{g['world']:22s} {g['policy']:30s} n={g['n']:<3d} {g['change_mean']:+7.1f}%  "
-        f"t [{g['t_lo']:+.1f}, {g['t_hi']:+.1f}]  bootstrap [{g['boot_lo']:+.1f}, "
-        f"{g['boot_hi']:+.1f}]"
-        for g in gains
-    ]
-    return "\n".join(lines) + "\n"
+    return render(_gains_blocks(gains, fmt), fmt)

@@ -3,27 +3,37 @@
 `summarize_rows` reduces result rows to one entry per ``(world, policy)``;
 `format_table` prints the entries per world, best score first, as text, Markdown, CSV or
 JSON. Reference rows (floor, random, oracles) are marked so they are not read as policies.
+Every table is a `prefduel.core.document.Table` written by the shared writers (`render`);
+JSON is the entries themselves (`summary_records`).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from prefduel.core.document import (
+    NO_VALUE,
+    Cell,
+    Paragraph,
+    Table,
+    markdown_escape,
+    number,
+    table_csv,
+    table_markdown,
+    table_text,
+)
 from prefduel.worlds.rosters import is_world_path
 
 FORMATS = ("text", "md", "csv", "json")
 
-#: Shown instead of a standard error computed from a single seed.
-NO_SE = "–"
-
-_COLUMNS = ("policy", "seeds", "score", "excess")
+#: Shown instead of a standard error computed from a single seed (the documents' missing value).
+NO_SE = NO_VALUE
 
 
 def replicates(world: str) -> str:
@@ -63,12 +73,12 @@ def summarize_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         ValueError: if a row is missing a field or a ``(world, policy, seed)`` appears twice.
     """
     groups: dict[tuple[str, str], dict[str, Any]] = {}
-    for number, row in enumerate(rows):
+    for index, row in enumerate(rows):
         try:
             world, policy, seed = row["world"], row["policy"], row["seed"]
             kind, value, excess = row.get("kind", "policy"), row["score"], row["excess"]
         except KeyError as exc:
-            raise ValueError(f"row {number} has no field {exc}") from None
+            raise ValueError(f"row {index} has no field {exc}") from None
         group = groups.setdefault((world, policy), {"kind": kind, "seeds": {}})
         if seed in group["seeds"]:
             raise ValueError(f"world {world!r}, policy {policy!r}: seed {seed} appears twice")
@@ -101,13 +111,6 @@ def _entry(world: str, policy: str, group: dict[str, Any]) -> dict[str, Any]:
 # -- formatting ------------------------------------------------------------------------------
 
 
-def _pm(mean: float, se: float | None, digits: int) -> str:
-    if not math.isfinite(mean):
-        return str(mean)
-    right = NO_SE if se is None else f"{se:.{digits}f}"
-    return f"{mean:.{digits}f} ± {right}"
-
-
 def _by_world(summary: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Entries grouped by world (first-appearance order), each sorted by score descending."""
     worlds: dict[str, list[dict[str, Any]]] = {}
@@ -118,100 +121,106 @@ def _by_world(summary: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return worlds
 
 
-def _cells(entry: dict[str, Any]) -> tuple[str, str, str]:
-    return (
-        str(entry["n"]),
-        _pm(entry["score_mean"], entry["score_se"], 2),
-        _pm(entry["excess_mean"], entry["excess_se"], 1),
+def _mean_se_cell(mean: float, se: float | None, digits: int) -> Cell:
+    """``mean ± se`` (`NO_SE` for one seed); a non-finite mean is printed alone."""
+    if not math.isfinite(mean):
+        return Cell(str(mean))
+    return Cell(number(mean, digits), se=number(se, digits))
+
+
+def _world_table(world: str, entries: list[dict[str, Any]]) -> Table:
+    """The summary table of one world: policy, seeds, score and excess regret mean ± s.e.,
+    titled with what the seeds are replicates of; references are ``ref`` rows."""
+    return Table(
+        ["policy", "seeds", "score (mean ± s.e.)", "excess (mean ± s.e.)"],
+        [
+            [
+                e["policy"],
+                e["n"],
+                _mean_se_cell(e["score_mean"], e["score_se"], 2),
+                _mean_se_cell(e["excess_mean"], e["excess_se"], 1),
+            ]
+            for e in entries
+        ],
+        title=f"world: {world} ({replicates(world)})",
+        row_tones=["ref" if e.get("kind") == "reference" else "" for e in entries],
+        key="summary",
+        align=("left", "right", "right", "right"),
+        header_rule=True,
+        ref_marker="[ref]",
+        escape_emphasis=True,
     )
 
 
-def _is_ref(entry: dict[str, Any]) -> bool:
-    return entry.get("kind") == "reference"
-
-
-def _aligned_pm(entries: list[dict[str, Any]], key: str, digits: int) -> list[str]:
-    """``mean ± se`` strings for a column, padded so the ``±`` signs line up."""
-    means = [f"{e[key + '_mean']:.{digits}f}" for e in entries]
-    ses = [NO_SE if e[key + "_se"] is None else f"{e[key + '_se']:.{digits}f}" for e in entries]
-    wm, ws = max(map(len, means)), max(map(len, ses))
-    return [f"{m.rjust(wm)} ± {s.rjust(ws)}" for m, s in zip(means, ses, strict=True)]
-
-
-def _format_text(summary: list[dict[str, Any]]) -> str:
-    blocks = []
-    for world, entries in _by_world(summary).items():
-        names = [f"{e['policy']} [ref]" if _is_ref(e) else e["policy"] for e in entries]
-        seeds = [str(e["n"]) for e in entries]
-        body = zip(
-            names,
-            seeds,
-            _aligned_pm(entries, "score", 2),
-            _aligned_pm(entries, "excess", 1),
-            strict=True,
-        )
-        table = [("policy", "seeds", "score (mean ± s.e.)", "excess (mean ± s.e.)"), *body]
-        widths = [max(len(r[c]) for r in table) for c in range(4)]
-        lines = [f"world: {world} ({replicates(world)})"]
-        for i, r in enumerate(table):
-            cells = [r[0].ljust(widths[0])] + [r[c].rjust(widths[c]) for c in range(1, 4)]
-            lines.append("  ".join(cells).rstrip())
-            if i == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + ("\n" if blocks else "")
-
-
-def _md_escape(text: str) -> str:
-    for char in ("\\", "|", "*", "_", "`"):
-        text = text.replace(char, "\\" + char)
-    return text
-
-
-def _format_md(summary: list[dict[str, Any]]) -> str:
-    blocks = []
-    for world, entries in _by_world(summary).items():
-        lines = [
-            f"### {_md_escape(world)}",
-            "",
-            f"± over seeds; {_md_escape(replicates(world))}.",
-            "",
-            "| policy | seeds | score (mean ± s.e.) | excess (mean ± s.e.) |",
-            "|---|---:|---:|---:|",
-        ]
-        for e in entries:
-            name = _md_escape(e["policy"])
-            name = f"*{name}*" if _is_ref(e) else name
-            lines.append("| " + " | ".join((name, *_cells(e))) + " |")
-        blocks.append("\n".join(lines))
-    if blocks:
-        blocks.append("*Italic rows are references computed from the utilities, not policies.*")
-    return "\n\n".join(blocks) + ("\n" if blocks else "")
-
-
-def _format_csv(summary: list[dict[str, Any]]) -> str:
-    buf = io.StringIO()
-    fields = ["world", "policy", "kind", "n", "score_mean", "score_se", "excess_mean", "excess_se"]
-    fields.append("replicates")
-    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for world, entries in _by_world(summary).items():
-        for e in entries:
-            row = {k: ("" if e.get(k) is None else e.get(k)) for k in fields}
-            writer.writerow({**row, "replicates": replicates(world)})
-    return buf.getvalue()
-
-
-def _format_json(summary: list[dict[str, Any]]) -> str:
-    ordered = [
+def summary_records(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries with their ``replicates`` (the JSON of ``--format json``), ordered as the
+    tables are."""
+    return [
         {**e, "replicates": replicates(world)}
         for world, entries in _by_world(summary).items()
         for e in entries
     ]
-    return json.dumps(ordered, indent=2) + "\n"
 
 
-_FORMATTERS = {"text": _format_text, "md": _format_md, "csv": _format_csv, "json": _format_json}
+#: What `render` writes: tables, and paragraphs (already Markdown in the ``md`` format).
+StatsBlock = Table | Paragraph
+
+_CSV_FIELDS = ("world", "policy", "kind", "n", "score_mean", "score_se", "excess_mean")
+_CSV_FIELDS += ("excess_se", "replicates")
+
+
+def data_table(fields: Sequence[str], entries: Iterable[dict[str, Any]]) -> Table:
+    """A long-form data table: one row per entry, values as ``str`` (None as empty), for CSV."""
+    return Table(
+        list(fields),
+        [["" if e.get(f) is None else str(e[f]) for f in fields] for e in entries],
+    )
+
+
+def summary_blocks(summary: list[dict[str, Any]], fmt: str) -> list[StatsBlock]:
+    """The summary for ``fmt``, to print with `render`.
+
+    Args:
+        summary: Entries from `summarize_rows`.
+        fmt: ``text`` (a table per world, titled with what its seeds are replicates of),
+            ``md`` (per world a heading, the replicates line and the table, then a note on
+            the italic reference rows) or ``csv`` (one long-form data table).
+
+    Returns:
+        Tables and (Markdown) paragraphs; none for no entries except the CSV header.
+    """
+    worlds = _by_world(summary)
+    if fmt == "csv":
+        return [data_table(_CSV_FIELDS, summary_records(summary))]
+    if fmt != "md":
+        return [_world_table(world, entries) for world, entries in worlds.items()]
+    blocks: list[StatsBlock] = []
+    for world, entries in worlds.items():
+        blocks.append(Paragraph(f"### {markdown_escape(world, emphasis=True)}"))
+        blocks.append(Paragraph(f"± over seeds; {markdown_escape(replicates(world), True)}."))
+        blocks.append(replace(_world_table(world, entries), title=""))
+    if blocks:
+        note = "*Italic rows are references computed from the utilities, not policies.*"
+        blocks.append(Paragraph(note))
+    return blocks
+
+
+def render(blocks: Sequence[StatsBlock], fmt: str) -> str:
+    """Blocks as ``prefduel stats`` prints them, each through the shared document writers.
+
+    Args:
+        blocks: Tables and paragraphs (a paragraph's text is already Markdown for ``md``).
+        fmt: ``text`` or ``md``: tables (`table_text`, `table_markdown`) and paragraphs
+            separated by blank lines; ``csv``: the tables one after the other (`table_csv`).
+
+    Returns:
+        The output, ending with a newline; "" for no blocks.
+    """
+    if fmt == "csv":
+        return "".join(table_csv(b) for b in blocks if isinstance(b, Table))
+    write = table_markdown if fmt == "md" else table_text
+    parts = [write(b) if isinstance(b, Table) else b.text for b in blocks]
+    return "\n\n".join(parts) + "\n" if parts else ""
 
 
 def format_table(summary: list[dict[str, Any]], fmt: str = "text") -> str:
@@ -228,9 +237,9 @@ def format_table(summary: list[dict[str, Any]], fmt: str = "text") -> str:
     Raises:
         ValueError: for an unknown format.
     """
-    try:
-        formatter = _FORMATTERS[fmt]
-    except KeyError:
+    if fmt not in FORMATS:
         known = ", ".join(FORMATS)
-        raise ValueError(f"unknown table format {fmt!r}; expected one of {known}") from None
-    return formatter(list(summary))
+        raise ValueError(f"unknown table format {fmt!r}; expected one of {known}")
+    if fmt == "json":
+        return json.dumps(summary_records(list(summary)), indent=2) + "\n"
+    return render(summary_blocks(list(summary), fmt), fmt)
