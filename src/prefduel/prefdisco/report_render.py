@@ -1,0 +1,358 @@
+"""The PrefDisco report as one document: Markdown and one self-contained HTML page.
+
+`build_document` turns the report data (`prefduel.prefdisco.report.build_report`) into one
+`prefduel.core.document.Document`: a summary, then per model the per-condition table,
+NormAlign by task and by attribute, and questions asked vs alignment gain, each with its figure
+(`prefduel.prefdisco.report_figures`). `write_report` writes ``report.json`` (the data, as
+it is), ``report.md`` and ``report.html`` (the shared writers over the one document) and the
+figures as ``figures/*.svg``, which the Markdown page links and the HTML page inlines.
+
+An undefined NormAlign always prints as ``undefined (<why>)`` (`norm_align_text`), never
+as an empty or bare value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from prefduel.core.document import (
+    Cell,
+    Document,
+    Figure,
+    Items,
+    Paragraph,
+    Preformatted,
+    Section,
+    Settings,
+    Table,
+    number,
+    to_markdown,
+)
+from prefduel.core.document_html import to_html
+from prefduel.prefdisco.errors import DatasetError
+from prefduel.prefdisco.report_figures import norm_align_bars, questions_scatter
+from prefduel.prefdisco.store import write_json
+
+#: Scoring errors listed on the page (report.json keeps up to 50 per model).
+ERRORS_SHOWN = 20
+
+#: Folder of the figure files, relative to the report (Markdown links point into it).
+FIGURES_DIR = "figures"
+
+_NO_COMPLETE_INSTANCE = "no instance scored in all three conditions"
+
+
+def share(value: float | None) -> str:
+    """A 0-1 share as a percentage with one decimal (``27.3%``), `NO_VALUE` if missing."""
+    return number(None if value is None else 100 * value, 1, suffix="%")
+
+
+def norm_align_text(group: Mapping[str, Any]) -> str:
+    """NormAlign of a report group: ``18.6 [-5.8, 40.1]``, ``0.0`` (no interval) or
+    ``undefined (<why>)``.
+
+    Args:
+        group: A NormAlign summary of the report (``norm_align``, ``lo``, ``hi``, ``n``,
+            ``note``).
+    """
+    value = group.get("norm_align")
+    if value is None:
+        if not group.get("n"):
+            return f"undefined ({_NO_COMPLETE_INSTANCE})"
+        return f"undefined ({group.get('note') or 'oracle - baseline below min_gap'})"
+    if group.get("lo") is None or group.get("hi") is None:
+        return number(value, 1)
+    return f"{number(value, 1)} [{number(group['lo'], 1)}, {number(group['hi'], 1)}]"
+
+
+def _norm_align_cell(group: Mapping[str, Any]) -> Cell:
+    value = group.get("norm_align")
+    tone = "muted" if value is None else ("bad" if value < 0 else "")
+    return Cell(norm_align_text(group), tone=tone)
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]], **options: Any) -> Table:
+    """A report table: the label column left, every other column right-aligned (intervals and
+    ``(n=12)`` counts included)."""
+    align: list[Any] = ["left"] + ["right"] * (len(columns) - 1)
+    return Table(columns, rows, align=align, **options)
+
+
+def _mean_cell(mean: float | None, se: float | None, digits: int = 3) -> Cell:
+    return Cell(number(mean, digits), se=None if se is None else number(se, digits))
+
+
+# -- summary -----------------------------------------------------------------------------------
+
+
+def _negative_shares(task_share: float | None, instance_share: float | None) -> str:
+    tasks = (
+        f"{share(task_share)} of tasks"
+        if task_share is not None
+        else "an undefined share of tasks (no task has a defined NormAlign)"
+    )
+    instances = (
+        f"{share(instance_share)} of instances"
+        if instance_share is not None
+        else "an undefined share of instances (no instance has oracle - baseline >= min_gap)"
+    )
+    return f"negative NormAlign in {tasks} and {instances}"
+
+
+def _trend_text(trend: Mapping[str, Any]) -> str:
+    if trend["slope"] is not None:
+        return (
+            f"questions vs gain r = {number(trend['r'], 2)}, slope {number(trend['slope'], 3)} "
+            "per question"
+        )
+    if not trend["n"]:
+        return f"questions vs gain undefined ({_NO_COMPLETE_INSTANCE})"
+    return "the same number of questions in every episode"
+
+
+def summary_lines(report: Mapping[str, Any]) -> list[str]:
+    """One sentence per model, then one over all models (the report's bullet list)."""
+    lines = []
+    for m in report["models"]:
+        q = m["questions"]
+        lines.append(
+            f"{m['model']}: NormAlign {norm_align_text(m['norm_align'])}; "
+            f"{_negative_shares(m['negative_task_share'], q['negative_instance_share'])}; "
+            f"{_trend_text(q['trend'])}; accuracy oracle - baseline "
+            f"{share(m['accuracy_change'])}; scoring errors {m['error_count']}."
+        )
+    t = report["questions_trend"]
+    cells = (
+        f"Negative NormAlign in {share(report['negative_cell_share'])} of {report['cells']} "
+        "model x task cells"
+        if report["negative_cell_share"] is not None
+        else "Negative NormAlign share undefined (no model x task cell has a defined NormAlign)"
+    )
+    lines.append(
+        f"{cells}; over all models, questions asked vs PrefAlign gain: r = {number(t['r'], 2)} "
+        f"(p = {number(t['p'], 4)}, n = {t['n']}), slope {number(t['slope'], 3)} per question."
+    )
+    return lines
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+
+def _conditions_table(model: Mapping[str, Any]) -> Table:
+    rows = [
+        [
+            c["condition"],
+            c["episodes"],
+            c["scored"],
+            _mean_cell(c["pref_align"], c["pref_align_se"]),
+            f"{share(c['accuracy'])} (n={c['accuracy_n']})",
+            number(c["questions"], 2),
+            share(c["recall"]),
+            c["missing_scores"],
+        ]
+        for c in model["conditions"]
+    ]
+    columns = ["condition", "episodes", "scored", "PrefAlign ± s.e.", "accuracy", "questions"]
+    return _table([*columns, "recall", "missing scores"], rows)
+
+
+def _group_row(label: str, group: Mapping[str, Any], digits: int) -> list[Any]:
+    means = [number(group[c], digits) for c in ("baseline", "discovery", "oracle")]
+    return [label, group["n"], *means, _norm_align_cell(group)]
+
+
+def _task_table(model: Mapping[str, Any]) -> Table:
+    groups = model["by_task"]
+    rows = [_group_row(g["source"], g, 3) for g in groups]
+    rows.append(_group_row("all", model["norm_align"], 3))
+    columns = ["task", "instances", "baseline", "discovery", "oracle", "NormAlign"]
+    return _table(columns, rows, row_tones=[""] * len(groups) + ["total"])
+
+
+def _attribute_table(model: Mapping[str, Any]) -> Table:
+    rows = []
+    for g in model["by_attribute"]:
+        row = _group_row(g["attribute"], g, 2)
+        rows.append([*row[:2], share(g["asked_share"]), *row[2:]])
+    columns = ["attribute", "instances", "asked when hidden", "baseline", "discovery", "oracle"]
+    return _table([*columns, "NormAlign"], rows)
+
+
+def _questions_table(model: Mapping[str, Any]) -> Table:
+    rows = [
+        [x["questions"], x["n"], _mean_cell(x["gain"], x["gain_se"]), share(x["recall"])]
+        for x in model["questions"]["by_questions"]
+    ]
+    return _table(["questions", "instances", "mean gain ± s.e.", "recall"], rows)
+
+
+# -- document ----------------------------------------------------------------------------------
+
+
+def _figure(svg: str, caption: str, name: str) -> list[Figure]:
+    return [Figure(caption, svg=svg, path=f"{FIGURES_DIR}/{name}.svg")] if svg else []
+
+
+def _model_sections(
+    model: Mapping[str, Any], slug: str, settings: Mapping[str, Any]
+) -> list[Section]:
+    name = model["model"]
+    level = settings["level"]
+    intervals = f"{level:.0%} bootstrap intervals" if settings["bootstrap"] else "no intervals"
+    whiskers = f" with {level:.0%} interval whiskers" if settings["bootstrap"] else ""
+    interval = f"bars{whiskers}; dashed line at 100: the oracle"
+    task_svg = norm_align_bars(model["by_task"], "source")
+    attribute_svg = norm_align_bars(model["by_attribute"], "attribute")
+    scatter_svg = questions_scatter(model["questions"]["points"])
+    return [
+        Section(f"{name}: per condition", [_conditions_table(model)], id=f"{slug}-conditions"),
+        Section(
+            f"{name}: NormAlign by task ({intervals})",
+            [
+                _task_table(model),
+                *_figure(task_svg, f"{name}: NormAlign by task, {interval}", f"{slug}-by-task"),
+            ],
+            id=f"{slug}-by-task",
+            in_toc=False,
+        ),
+        Section(
+            f"{name}: NormAlign by attribute (judge scores of the hidden attribute)",
+            [
+                _attribute_table(model),
+                *_figure(
+                    attribute_svg,
+                    f"{name}: NormAlign by hidden attribute, {interval}",
+                    f"{slug}-by-attribute",
+                ),
+            ],
+            id=f"{slug}-by-attribute",
+            in_toc=False,
+        ),
+        Section(
+            f"{name}: questions asked vs alignment gain (discovery - baseline PrefAlign)",
+            [
+                _questions_table(model),
+                *_figure(
+                    scatter_svg,
+                    f"{name}: questions asked vs PrefAlign gain, one point per instance",
+                    f"{slug}-questions",
+                ),
+            ],
+            id=f"{slug}-questions",
+            in_toc=False,
+        ),
+    ]
+
+
+def _slugs(names: Sequence[str]) -> list[str]:
+    """File-name-safe, distinct (also on case-insensitive file systems) slugs of model names."""
+    seen: set[str] = set()
+    slugs = []
+    for name in names:
+        base = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.") or "model"
+        slug, suffix = base, 2
+        while slug in seen:
+            slug, suffix = f"{base}-{suffix}", suffix + 1
+        seen.add(slug)
+        slugs.append(slug)
+    return slugs
+
+
+def _closing_sections(report: Mapping[str, Any]) -> list[Section]:
+    sections = []
+    errors = [f"{m['model']}: {e}" for m in report["models"] for e in m["errors"]]
+    if errors:
+        blocks: list[Any] = [Items(errors[:ERRORS_SHOWN])]
+        if len(errors) > ERRORS_SHOWN:
+            more = len(errors) - ERRORS_SHOWN
+            blocks.append(Paragraph(f"… and {more} more in report.json.", "note"))
+        sections.append(Section("Scoring errors (recorded, not filled in)", blocks))
+    settings = Settings([(str(k), str(v)) for k, v in report["settings"].items()])
+    run = json.dumps(report.get("run", {}), indent=2, sort_keys=True)
+    sections.append(
+        Section("Settings", [settings, Preformatted(run, summary="Run settings (run.json)")])
+    )
+    return sections
+
+
+def build_document(report: Mapping[str, Any]) -> Document:
+    """The report (`prefduel.prefdisco.report.build_report`) as one document."""
+    s = report["settings"]
+    bootstrap = (
+        f"{s['bootstrap']} bootstrap replicates, {s['level']:.0%} intervals"
+        if s["bootstrap"]
+        else "no bootstrap intervals (bootstrap: 0)"
+    )
+    lead = (
+        f"NormAlign = 100 (disc - base) / (oracle - base); undefined when oracle - base < "
+        f"{s['min_gap']}; {bootstrap}."
+    )
+    models = report["models"]
+    sections = [
+        section
+        for model, slug in zip(models, _slugs([m["model"] for m in models]), strict=True)
+        for section in _model_sections(model, slug, s)
+    ]
+    return Document(
+        "PrefDisco report",
+        sections + _closing_sections(report),
+        intro=[Paragraph(lead, "lead"), Items(summary_lines(report))],
+    )
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """The report as Markdown (figures are links to ``figures/*.svg``)."""
+    return to_markdown(build_document(report))
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The report as one self-contained HTML page (inline CSS and SVG; no scripts)."""
+    return to_html(build_document(report))
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_report(report: Mapping[str, Any], folder: str | Path) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md``, ``report.html`` and ``figures/*.svg`` into
+    ``folder``.
+
+    Returns:
+        Kind (``json``, ``md``, ``html``) -> path.
+
+    Raises:
+        DatasetError: A file cannot be written.
+    """
+    out = Path(folder)
+    paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
+    write_json(paths["json"], report)
+    document = build_document(report)
+    for section in document.sections:
+        for block in section.blocks:
+            if isinstance(block, Figure) and block.path:
+                _write_text(out / block.path, block.svg)
+    _write_text(paths["md"], to_markdown(document))
+    _write_text(paths["html"], to_html(document))
+    return paths
+
+
+__all__ = [
+    "ERRORS_SHOWN",
+    "FIGURES_DIR",
+    "build_document",
+    "norm_align_text",
+    "render_html",
+    "render_markdown",
+    "share",
+    "summary_lines",
+    "write_report",
+]
