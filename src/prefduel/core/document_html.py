@@ -53,36 +53,30 @@ def stylesheet() -> str:
 
 
 def _stdlib_escaped(value: Any) -> Any:
-    """Plain text escaped by `html.escape` (quotes as ``&#x27;``, ``&quot;``); markup and
-    non-text values are left to autoescaping."""
+    """Plain text escaped by `html.escape` (quotes as ``&#x27;``, ``&quot;``), so a page's text
+    reads exactly as ``html.escape`` would write it; markup and non-text values are left to
+    autoescaping."""
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
         return markupsafe.Markup(html.escape(value))
     return value
 
 
 @cache
-def _template(stdlib_escape: bool = False) -> jinja2.Template:
+def _template() -> jinja2.Template:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("prefduel.core", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
-        finalize=_stdlib_escaped if stdlib_escape else None,
+        finalize=_stdlib_escaped,
     )
     env.globals.update(as_cell=as_cell, kind_of=_kind_of)
     return env.get_template("document.html.j2")
 
 
-def to_html(document: Document, *, stdlib_escape: bool = False) -> str:
-    """The document as one self-contained HTML page.
-
-    Args:
-        document: The report.
-        stdlib_escape: Escape text exactly as `html.escape` does (``'`` as ``&#x27;``, ``"``
-            as ``&quot;``) instead of MarkupSafe's ``&#39;`` and ``&#34;``: the same page,
-            byte for byte the text of pages that were built with the standard library.
-    """
-    return _template(stdlib_escape).render(doc=document, css=stylesheet())
+def to_html(document: Document) -> str:
+    """The document as one self-contained HTML page (text escaped as `html.escape` does)."""
+    return _template().render(doc=document, css=stylesheet())
 
 
 __all__ = ["stylesheet", "to_html"]

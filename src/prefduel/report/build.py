@@ -8,9 +8,9 @@ import importlib.util
 import platform
 import time
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from html import escape
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,46 +138,147 @@ def play_fragment(reports: Sequence[WorldReport], allow_test: bool) -> tuple[str
     return fragment, caption, f"included: {world_name}, seed {seed}, arrival 0"
 
 
+@dataclass(frozen=True)
+class _Run:
+    """The options of one build (`build_report`'s arguments), as the page records them."""
+
+    title: str
+    competitor: str
+    window: int
+    allow_test: bool
+    command: str | None
+    worlds: Sequence[str] | str | None
+    policies: Sequence[str] | str | None
+    only_version: str | None
+    students: StudentsFn | None
+    figures: bool
+
+    def filters(self) -> dict[str, Any]:
+        """``{flag: value}`` of the row filters (the settings section lists those set)."""
+        return {
+            "--worlds": [self.worlds] if isinstance(self.worlds, str) else self.worlds,
+            "--policies": [self.policies] if isinstance(self.policies, str) else self.policies,
+            "--only-version": self.only_version,
+        }
+
+
 def _settings(
-    data: ReportInput,
-    reports: list[WorldReport],
-    *,
-    competitor: str,
-    window: int,
-    allow_test: bool,
-    command: str | None,
-    generated: str,
-    play_status: str,
-    filters: dict[str, Any],
+    data: ReportInput, reports: list[WorldReport], run: _Run, generated: str, play_status: str
 ) -> list[tuple[str, str]]:
+    """The settings section: everything needed to reproduce the page, as plain text."""
     versions = ", ".join(f"{v} ({n} rows)" for v, n in sorted(data.versions.items()))
     policies = sorted({p for r in reports for p in r.policies})
     refs = sorted({e["policy"] for r in reports for e in r.leaderboard if e["kind"] != "policy"})
+    seeds = "; ".join(f"{r.world}: {seed_text(r.seeds)} ({len(r.seeds)})" for r in reports)
     items: list[tuple[str, str]] = [
-        ("command", f'<code class="cmd">{escape(command)}</code>' if command else "(library call)"),
-        ("generated", escape(generated)),
-        ("results file", f"<code>{escape(str(data.path))}</code>"),
-        ("results sha256", f"<code>{data.sha256}</code>"),
-        ("rows", escape(f"{len(data.rows)} used of {data.total_rows} in the file")),
-        ("package versions in rows", escape(versions)),
+        ("command", run.command or "(library call)"),
+        ("generated", generated),
+        ("results file", str(data.path)),
+        ("results sha256", data.sha256),
+        ("rows", f"{len(data.rows)} used of {data.total_rows} in the file"),
+        ("package versions in rows", versions),
         ("worlds", settings_value([r.world for r in reports])),
-        (
-            "seeds per world",
-            escape("; ".join(f"{r.world}: {seed_text(r.seeds)} ({len(r.seeds)})" for r in reports)),
-        ),
+        ("seeds per world", seeds),
         ("policies", settings_value(policies)),
         ("references", settings_value(refs) if refs else "none"),
-        ("competitor", f"<code>{escape(competitor)}</code>"),
-        ("moving-mean window", escape(f"{window} arrivals (centered)")),
+        ("competitor", run.competitor),
+        ("moving-mean window", f"{run.window} arrivals (centered)"),
         ("intervals", "95% Student-t over seeds; 95% percentile bootstrap, 4000 resamples"),
-        ("locked test rosters", "allowed" if allow_test else "not allowed"),
+        ("locked test rosters", "allowed" if run.allow_test else "not allowed"),
     ]
-    for name, value in filters.items():
-        if value:
-            items.append((name, settings_value(value)))
-    items.append(("interactive play widget", escape(play_status)))
-    items += [(name, escape(value)) for name, value in _versions()]
-    return items
+    items += [(name, settings_value(value)) for name, value in run.filters().items() if value]
+    items.append(("interactive play widget", play_status))
+    return items + _versions()
+
+
+def _page(
+    data: ReportInput,
+    reports: list[WorldReport],
+    gain_notes: list[str],
+    run: _Run,
+    *,
+    colors: dict[str, str],
+    drawn: dict[str, SavedFigure],
+    play: tuple[str | None, str, str],
+) -> Page:
+    """Everything the page shows, from the computed numbers and the drawn figures."""
+    generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    n_seeds = sorted({len(r.seeds) for r in reports})
+    play_html, play_caption, play_status = play
+    return Page(
+        title=run.title,
+        source=f"{data.path} · generated {generated}",
+        tab_title=f"{run.title} · {data.path.name}",
+        reports=reports,
+        competitor=run.competitor,
+        window=run.window,
+        colors=colors,
+        warnings=list(data.warnings),
+        gain_notes=gain_notes,
+        figures=drawn,
+        chips=[
+            f"{len(reports)} world{'s' if len(reports) != 1 else ''}",
+            f"{len({p for r in reports for p in r.policies})} policies",
+            "seeds per world: " + "/".join(map(str, n_seeds)),
+            f"{len(data.rows)} rows",
+            "versions: " + ", ".join(sorted(data.versions)),
+        ],
+        play_html=play_html,
+        play_caption=play_caption,
+        settings=_settings(data, reports, run, generated, play_status),
+    )
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    """Record the seconds the block takes as ``timings[stage]``."""
+    t0 = time.perf_counter()
+    yield
+    timings[stage] = time.perf_counter() - t0
+
+
+def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
+    """`build_report` with its options gathered: read, compute, draw, write the page."""
+    start = time.perf_counter()
+    if out.exists() and not out.is_dir():
+        raise SpecError(f"--out {out} exists and is not a directory")
+    if run.figures:
+        require_matplotlib()  # fail before any work
+    run = replace(run, competitor=canonical_policy(run.competitor))
+    data = load_input(
+        results,
+        worlds=run.worlds,
+        policies=run.policies,
+        only_version=run.only_version,
+        always=[run.competitor],
+    )
+    timings = {"read": time.perf_counter() - start}
+    with _timed(timings, "compute"):
+        reports, gain_notes = compute_report(
+            data,
+            competitor=run.competitor,
+            window=run.window,
+            students=run.students,
+            allow_test=run.allow_test,
+        )
+        notes = gain_notes + [n for r in reports for n in r.notes]
+        for note in notes:
+            warnings.warn(note, ReportWarning, stacklevel=3)  # at build_report's caller
+    out.mkdir(parents=True, exist_ok=True)
+    with _timed(timings, "figures"):
+        names = [p for r in reports for p in r.policies]
+        colors = policy_colors(names, run.competitor if run.competitor in names else None)
+        drawn = _figures(reports, colors, run.competitor, run.window, out) if run.figures else {}
+    with _timed(timings, "play"):
+        play = play_fragment(reports, run.allow_test)
+    with _timed(timings, "html"):
+        page = _page(data, reports, gain_notes, run, colors=colors, drawn=drawn, play=play)
+        page.settings.append(("build time", f"{time.perf_counter() - start:.1f} s before writing"))
+        html = out / REPORT_NAME
+        html.write_text(render(page), encoding="utf-8")
+    timings["total"] = time.perf_counter() - start
+    figures = [p for f in drawn.values() for p in (f.png, f.svg)]
+    return ReportResult(html, figures, page.warnings + notes, timings, reports)
 
 
 def build_report(
@@ -223,88 +324,16 @@ def build_report(
         SpecError: a filter matches nothing, the competitor has no rows, or ``out_dir`` is a
             file.
     """
-    start = time.perf_counter()
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise SpecError(f"--out {out} exists and is not a directory")
-    if figures:
-        require_matplotlib()  # fail before any work
-    timings: dict[str, float] = {}
-    competitor = canonical_policy(competitor)
-    data = load_input(
-        results, worlds=worlds, policies=policies, only_version=only_version, always=[competitor]
-    )
-    timings["read"] = time.perf_counter() - start
-
-    t0 = time.perf_counter()
-    reports, gain_notes = compute_report(
-        data, competitor=competitor, window=window, students=students, allow_test=allow_test
-    )
-    for note in gain_notes + [n for r in reports for n in r.notes]:
-        warnings.warn(note, ReportWarning, stacklevel=2)
-    timings["compute"] = time.perf_counter() - t0
-
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    all_policies = [p for r in reports for p in r.policies]
-    colors = policy_colors(all_policies, competitor if competitor in all_policies else None)
-    drawn = _figures(reports, colors, competitor, window, out) if figures else {}
-    timings["figures"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    play_html, play_caption, play_status = play_fragment(reports, allow_test)
-    timings["play"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    n_seeds = sorted({len(r.seeds) for r in reports})
-    page = Page(
+    run = _Run(
         title=title,
-        source=f"{data.path} · generated {generated}",
-        tab_title=f"{title} · {data.path.name}",
-        reports=reports,
         competitor=competitor,
         window=window,
-        colors=colors,
-        warnings=list(data.warnings),
-        gain_notes=gain_notes,
-        figures=drawn,
-        chips=[
-            f"{len(reports)} world{'s' if len(reports) != 1 else ''}",
-            f"{len(set(all_policies))} policies",
-            "seeds per world: " + "/".join(map(str, n_seeds)),
-            f"{len(data.rows)} rows",
-            "versions: " + ", ".join(sorted(data.versions)),
-        ],
-        play_html=play_html,
-        play_caption=play_caption,
-        settings=_settings(
-            data,
-            reports,
-            competitor=competitor,
-            window=window,
-            allow_test=allow_test,
-            command=command,
-            generated=generated,
-            play_status=play_status,
-            filters={
-                "--worlds": worlds if not isinstance(worlds, str) else [worlds],
-                "--policies": policies if not isinstance(policies, str) else [policies],
-                "--only-version": only_version,
-            },
-        ),
+        allow_test=allow_test,
+        command=command,
+        worlds=worlds,
+        policies=policies,
+        only_version=only_version,
+        students=students,
+        figures=figures,
     )
-    html_path = out / REPORT_NAME
-    timings["total"] = time.perf_counter() - start
-    page.settings.append(("build time", escape(f"{timings['total']:.1f} s before writing")))
-    html_path.write_text(render(page), encoding="utf-8")
-    timings["html"] = time.perf_counter() - t0
-    timings["total"] = time.perf_counter() - start
-    paths = [p for f in drawn.values() for p in (f.png, f.svg)]
-    return ReportResult(
-        html=html_path,
-        figures=paths,
-        warnings=page.warnings + gain_notes + [n for r in reports for n in r.notes],
-        timings=timings,
-        worlds=reports,
-    )
+    return _build(results, Path(out_dir), run)

@@ -153,6 +153,74 @@ def _trait_order(names: list[str]) -> dict[str, int]:
     return rank
 
 
+#: ``{seed: (students, student_index)}`` of one world.
+_Tables = dict[int, tuple[list[dict[str, Any]], np.ndarray]]
+#: ``{(group, policy): breakdown entry}``.
+_Entries = dict[tuple[str, str], dict[str, Any]]
+
+
+def _check_arrivals(rows: Sequence[dict[str, Any]], tables: _Tables) -> None:
+    """Refuse rows whose number of arrivals is not their world's (another roster version)."""
+    for row in rows:
+        n_rows, n_world = len(row["excess_per_arrival"]), len(tables[int(row["seed"])][1])
+        if n_rows != n_world:
+            raise PrefduelError(
+                f"its rows have {n_rows} arrivals but the world of seed {row['seed']} has "
+                f"{n_world}, so the rows do not come from this world (another roster version?)"
+            )
+
+
+def _by_profile(
+    tables: _Tables, by_policy: dict[str, list[dict[str, Any]]], policies: Sequence[str]
+) -> tuple[_Entries, list[str]]:
+    """`profile_breakdown` per policy; groups by mean excess over policies, worst first."""
+
+    def world_of(seed: int) -> SimpleNamespace:
+        studs, index = tables[seed]
+        return SimpleNamespace(students=studs, student_index=index)
+
+    entries: _Entries = {}
+    for policy in policies:
+        for entry in profile_breakdown(by_policy[policy], world_of, policy):
+            entries[(entry["profile"], policy)] = entry
+    means = defaultdict(list)
+    for (group, _), entry in entries.items():
+        means[group].append(entry["excess_mean"])
+    return entries, sorted(means, key=lambda g: (-float(np.mean(means[g])), g))
+
+
+def _by_trait(
+    tables: _Tables,
+    by_policy: dict[str, list[dict[str, Any]]],
+    policies: Sequence[str],
+    profiles: set[str],
+) -> tuple[_Entries, list[str]]:
+    """`group_breakdown` per policy by each trait value and quirk; groups in data order."""
+    names = _trait_names(max(len(p.split("/")) for p in profiles))
+    labels_cache: dict[int, list[list[str]]] = {}
+
+    def labels(seed: int) -> list[list[str]]:
+        if seed not in labels_cache:
+            studs, index = tables[seed]
+            out = []
+            for i in index:
+                student = studs[int(i)]
+                values = str(student.get("profile", "unknown")).split("/")
+                out.append(
+                    [f"{n}: {v}" for n, v in zip(names, values, strict=False)]
+                    + [f"quirk: {q}" for q in student.get("quirks", []) or []]
+                )
+            labels_cache[seed] = out
+        return labels_cache[seed]
+
+    entries: _Entries = {}
+    for policy in policies:
+        for group, entry in group_breakdown(by_policy[policy], labels).items():
+            entries[(group, policy)] = entry
+    rank = _trait_order(sorted({g for g, _ in entries}))
+    return entries, sorted({g for g, _ in entries}, key=lambda g: rank[g])
+
+
 def profile_table(
     world: str,
     rows: Sequence[dict[str, Any]],
@@ -183,13 +251,7 @@ def profile_table(
     if not seeds:
         return None
     tables = {s: students(world, s) for s in seeds}
-    for row in rows:
-        n_rows, n_world = len(row["excess_per_arrival"]), len(tables[int(row["seed"])][1])
-        if n_rows != n_world:
-            raise PrefduelError(
-                f"its rows have {n_rows} arrivals but the world of seed {row['seed']} has "
-                f"{n_world}, so the rows do not come from this world (another roster version?)"
-            )
+    _check_arrivals(rows, tables)
     profiles = {
         str(studs[int(i)].get("profile", "unknown")) if studs else "unknown"
         for studs, index in tables.values()
@@ -201,46 +263,12 @@ def profile_table(
     for row in rows:
         by_policy[row["policy"]].append(row)
     policies = [p for p in policies if by_policy.get(p)]
-    entries: dict[tuple[str, str], dict[str, Any]] = {}
     if len(profiles) <= MAX_PROFILES:
         grouping = "profile"
-
-        def world_of(seed: int) -> SimpleNamespace:
-            studs, index = tables[seed]
-            return SimpleNamespace(students=studs, student_index=index)
-
-        for policy in policies:
-            for entry in profile_breakdown(by_policy[policy], world_of, policy):
-                entries[(entry["profile"], policy)] = entry
-        means = defaultdict(list)
-        for (group, _), entry in entries.items():
-            means[group].append(entry["excess_mean"])
-        groups = sorted(means, key=lambda g: (-float(np.mean(means[g])), g))
+        entries, groups = _by_profile(tables, by_policy, policies)
     else:
         grouping = "trait"
-        parts = max(len(p.split("/")) for p in profiles)
-        names = _trait_names(parts)
-        labels_cache: dict[int, list[list[str]]] = {}
-
-        def labels(seed: int) -> list[list[str]]:
-            if seed not in labels_cache:
-                studs, index = tables[seed]
-                out = []
-                for i in index:
-                    student = studs[int(i)]
-                    values = str(student.get("profile", "unknown")).split("/")
-                    out.append(
-                        [f"{n}: {v}" for n, v in zip(names, values, strict=False)]
-                        + [f"quirk: {q}" for q in student.get("quirks", []) or []]
-                    )
-                labels_cache[seed] = out
-            return labels_cache[seed]
-
-        for policy in policies:
-            for group, entry in group_breakdown(by_policy[policy], labels).items():
-                entries[(group, policy)] = entry
-        rank = _trait_order(sorted({g for g, _ in entries}))
-        groups = sorted({g for g, _ in entries}, key=lambda g: rank[g])
+        entries, groups = _by_trait(tables, by_policy, policies, profiles)
     return ProfileTable(
         world=world,
         grouping=grouping,
@@ -269,40 +297,16 @@ def cached_students(allow_test: bool) -> StudentsFn:
     return load
 
 
-def _gains(
-    data: ReportInput, competitor: str, level: float, shown: set[str] | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Paired gains of every policy vs ``competitor`` on every world, with the notes they need.
+#: ``{(world, policy): {seed: row}}``.
+_SeedRows = dict[tuple[str, str], dict[int, dict[str, Any]]]
 
-    Only policies in ``shown`` (all when None) get an entry or a note.
 
-    Raises:
-        SpecError: the competitor has no rows at all (names the policies that exist).
-    """
-    pool = [r for r in data.rows if r["kind"] == "policy" or r["policy"] == competitor]
-    try:
-        gains = paired_gains(pool, competitor, level)
-        if shown is not None:
-            gains = [g for g in gains if g["policy"] in shown]
-            pool = [r for r in pool if r["policy"] in shown or r["policy"] == competitor]
-    except ValueError as exc:
-        present = sorted({r["policy"] for r in data.rows})
-        raise SpecError(
-            f"--competitor: competitor {competitor!r} has no rows in {data.path}; "
-            f"policies present: {', '.join(present)}"
-        ) from exc
-    seeds: dict[tuple[str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
-    for row in pool:
-        seeds[(row["world"], row["policy"])][int(row["seed"])] = row
+def _missing_gain_notes(
+    gains: list[dict[str, Any]], seeds: _SeedRows, worlds: Sequence[str], competitor: str
+) -> list[str]:
+    """Why a policy of a world has no paired gain (no competitor, no shared seed, excess 0)."""
     notes = []
     have = {(g["world"], g["policy"]) for g in gains}
-    for g in gains:
-        mine, base = seeds[(g["world"], g["policy"])], seeds[(g["world"], competitor)]
-        common = sorted(set(mine) & set(base))
-        g["policy_seeds"] = len(mine)
-        g["competitor_seeds"] = len(base)
-        g["cross_version"] = sum(row_version(mine[s]) != row_version(base[s]) for s in common)
-    worlds = list(dict.fromkeys(r["world"] for r in pool))
     for world in worlds:
         base = seeds.get((world, competitor))
         policies = [p for (w, p) in seeds if w == world and p != competitor]
@@ -329,6 +333,12 @@ def _gains(
                     f"regret <= 0 on seed(s) {', '.join(map(str, bad[:10]))}, so the relative "
                     "change is undefined"
                 )
+    return notes
+
+
+def _pairing_notes(gains: list[dict[str, Any]], competitor: str) -> list[str]:
+    """Gains on fewer seeds than one side has, and gains pairing rows of two versions."""
+    notes = []
     partial: dict[tuple[int, int, int], list[str]] = defaultdict(list)
     for g in gains:
         if g["n"] < max(g["policy_seeds"], g["competitor_seeds"]):
@@ -339,13 +349,71 @@ def _gains(
             f"{len(which)} paired gain(s) use only the {n} seeds both sides have ({mine} seeds "
             f"for the policy, {theirs} for {competitor!r}): {', '.join(which)}"
         )
-    crossed = [g for g in gains if g["cross_version"]]
-    for g in crossed:
-        notes.append(
-            f"world {g['world']}: {g['policy']} vs {competitor!r}: {g['cross_version']} of "
-            f"{g['n']} paired seeds compare rows written by different package versions"
-        )
-    return gains, notes
+    for g in gains:
+        if g["cross_version"]:
+            notes.append(
+                f"world {g['world']}: {g['policy']} vs {competitor!r}: {g['cross_version']} of "
+                f"{g['n']} paired seeds compare rows written by different package versions"
+            )
+    return notes
+
+
+def _gains(
+    data: ReportInput, competitor: str, level: float, shown: set[str] | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Paired gains of every policy vs ``competitor`` on every world, with the notes they need.
+
+    Only policies in ``shown`` (all when None) get an entry or a note. Each entry also gets
+    ``policy_seeds``, ``competitor_seeds`` (seeds each side has) and ``cross_version``.
+
+    Raises:
+        SpecError: the competitor has no rows at all (names the policies that exist).
+    """
+    pool = [r for r in data.rows if r["kind"] == "policy" or r["policy"] == competitor]
+    try:
+        gains = paired_gains(pool, competitor, level)
+        if shown is not None:
+            gains = [g for g in gains if g["policy"] in shown]
+            pool = [r for r in pool if r["policy"] in shown or r["policy"] == competitor]
+    except ValueError as exc:
+        present = sorted({r["policy"] for r in data.rows})
+        raise SpecError(
+            f"--competitor: competitor {competitor!r} has no rows in {data.path}; "
+            f"policies present: {', '.join(present)}"
+        ) from exc
+    seeds: _SeedRows = defaultdict(dict)
+    for row in pool:
+        seeds[(row["world"], row["policy"])][int(row["seed"])] = row
+    for g in gains:
+        mine, base = seeds[(g["world"], g["policy"])], seeds[(g["world"], competitor)]
+        common = sorted(set(mine) & set(base))
+        g["policy_seeds"] = len(mine)
+        g["competitor_seeds"] = len(base)
+        g["cross_version"] = sum(row_version(mine[s]) != row_version(base[s]) for s in common)
+    worlds = list(dict.fromkeys(r["world"] for r in pool))
+    notes = _missing_gain_notes(gains, seeds, worlds, competitor)
+    return gains, notes + _pairing_notes(gains, competitor)
+
+
+def _mixed_versions(rows: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """``{policy: versions}`` of the policies whose rows come from several package versions."""
+    versions: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        versions[row["policy"]].add(row_version(row))
+    return {p: sorted(v) for p, v in versions.items() if len(v) > 1}
+
+
+def _add_curves(
+    report: WorldReport, curve_rows: Sequence[dict[str, Any]], window: int, level: float
+) -> None:
+    """Learning and per-round curves of each policy of ``report`` (a note when it has none)."""
+    for policy in report.policies:
+        mine = [r for r in curve_rows if r["policy"] == policy]
+        if not mine:
+            report.notes.append(f"{policy}: no rows with usable curves on {report.world}")
+            continue
+        report.curves[policy] = learning_curve(mine, report.world, policy, window, level)
+        report.rounds[policy] = round_curve(mine, level)
 
 
 def compute_report(
@@ -394,19 +462,10 @@ def compute_report(
             leaderboard=board,
             policies=policies,
             gains=[g for g in gains if g["world"] == world],
+            mixed_versions=_mixed_versions(rows),
         )
-        versions: dict[str, set[str]] = defaultdict(set)
-        for row in rows:
-            versions[row["policy"]].add(row_version(row))
-        report.mixed_versions = {p: sorted(v) for p, v in versions.items() if len(v) > 1}
         curve_rows = [r for r in rows if id(r) in curve_ok and r["kind"] == "policy"]
-        for policy in policies:
-            mine = [r for r in curve_rows if r["policy"] == policy]
-            if not mine:
-                report.notes.append(f"{policy}: no rows with usable curves on {world}")
-                continue
-            report.curves[policy] = learning_curve(mine, world, policy, window, level)
-            report.rounds[policy] = round_curve(mine, level)
+        _add_curves(report, curve_rows, window, level)
         report.profiles = _profiles(world, curve_rows, policies, students, report.notes)
         reports.append(report)
     return reports, gain_notes

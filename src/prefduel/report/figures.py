@@ -189,23 +189,15 @@ def _legend_label(policy: str, n: int) -> str:
     return f"{policy}  (n={n})"
 
 
-def learning_figure(
-    report: WorldReport, colors: dict[str, str], competitor: str | None, window: int
-) -> Figure:
-    """Two panels: excess regret per arrival (centered moving mean, 95% band) and per round.
-
-    Args:
-        report: The world's numbers (``curves`` and ``rounds`` per policy).
-        colors: Color of each policy.
-        competitor: Drawn dashed (or None).
-        window: Moving-mean window, for the axis label.
-    """
-    require_matplotlib()
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(11.5, 4.0), layout="constrained")
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1.0]})
-    policies = [p for p in report.policies if p in report.curves]
+def _learning_lines(
+    left: Any,
+    right: Any,
+    report: WorldReport,
+    policies: Sequence[str],
+    colors: dict[str, str],
+    competitor: str | None,
+) -> None:
+    """Each policy's per-arrival curve (left) and per-round curve (right), with 95% bands."""
     for policy in policies:
         curve, rounds = report.curves[policy], report.rounds[policy]
         color = colors.get(policy, "#000000")
@@ -226,6 +218,26 @@ def learning_figure(
         right.plot(
             rounds["round"], rounds["mean"], color=color, lw=1.4, ls=dashed, marker="o", ms=2.5
         )
+
+
+def learning_figure(
+    report: WorldReport, colors: dict[str, str], competitor: str | None, window: int
+) -> Figure:
+    """Two panels: excess regret per arrival (centered moving mean, 95% band) and per round.
+
+    Args:
+        report: The world's numbers (``curves`` and ``rounds`` per policy).
+        colors: Color of each policy.
+        competitor: Drawn dashed (or None).
+        window: Moving-mean window, for the axis label.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11.5, 4.0), layout="constrained")
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1.0]})
+    policies = [p for p in report.policies if p in report.curves]
+    _learning_lines(left, right, report, policies, colors, competitor)
     left.set_xlabel("arrival (student number, in order of arrival)")
     left.set_ylabel(f"excess regret per arrival\n(centered {window}-arrival moving mean)")
     left.set_title("Learning across students", loc="left")
@@ -257,6 +269,67 @@ def learning_figure(
     return fig
 
 
+def _forest_entry(ax: Any, g: dict[str, Any], y: int, color: str, usual: int) -> None:
+    """One paired gain: t interval (thick), bootstrap interval (thin, capped, below), mean dot,
+    and ``n=...`` when it used another number of seeds than the panel's usual count."""
+    right = g["change_mean"]
+    if math.isfinite(g["t_lo"]):
+        ax.hlines(y - 0.1, g["t_lo"], g["t_hi"], color=color, lw=3.2, alpha=0.7)
+        right = max(right, g["t_hi"])
+    if math.isfinite(g["boot_lo"]):
+        ax.errorbar(
+            g["change_mean"],
+            y + 0.17,
+            xerr=[[g["change_mean"] - g["boot_lo"]], [g["boot_hi"] - g["change_mean"]]],
+            fmt="none",
+            ecolor=color,
+            elinewidth=1.0,
+            capsize=2.5,
+        )
+        right = max(right, g["boot_hi"])
+    ax.plot(g["change_mean"], y - 0.1, "o", color=color, ms=5, mec="white", mew=0.7)
+    if g["n"] != usual:
+        ax.annotate(
+            f"n={g['n']}",
+            (right, y),
+            xytext=(5, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+            color="#555555",
+        )
+
+
+def _forest_panel(
+    ax: Any, report: WorldReport, row: dict[str, int], colors: dict[str, str]
+) -> None:
+    """One world's panel of the forest plot."""
+    usual = max(g["n"] for g in report.gains)
+    for g in report.gains:
+        _forest_entry(ax, g, row[g["policy"]], colors.get(g["policy"], "#000000"), usual)
+    ax.axvline(0, color="#444444", lw=0.9)
+    ax.grid(axis="y", visible=False)
+    ax.set_title(
+        f"{short_name(report.world, 32)}  ·  n = {usual} seeds", loc="left", fontweight="bold"
+    )
+    ax.xaxis.set_tick_params(labelbottom=True)
+
+
+def _forest_legend(fig: Figure, competitor: str) -> None:
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], color="#444444", marker="o", ls="", ms=5, label="mean over paired seeds"),
+        Line2D([], [], color="#444444", lw=3.2, alpha=0.7, label="95% t interval"),
+        Line2D([], [], color="#444444", lw=1.0, marker="|", ms=6, label="95% bootstrap interval"),
+    ]
+    fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=8)
+    fig.supxlabel(
+        f"change in excess regret vs {competitor} (%), paired by seed; negative is better",
+        fontsize=9,
+    )
+
+
 def forest_figure(
     reports: Sequence[WorldReport], colors: dict[str, str], competitor: str
 ) -> Figure | None:
@@ -269,7 +342,6 @@ def forest_figure(
     """
     require_matplotlib()
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
 
     worlds = [r for r in reports if r.gains]
     if not worlds:
@@ -279,7 +351,6 @@ def forest_figure(
         for g in report.gains:
             changes.setdefault(g["policy"], []).append(g["change_mean"])
     order = sorted(changes, key=lambda p: (float(np.mean(changes[p])), p))
-    row = {p: i for i, p in enumerate(order)}
     ncols = min(3, len(worlds))
     nrows = math.ceil(len(worlds) / ncols)
     label_width = max(len(p) for p in order)
@@ -292,57 +363,58 @@ def forest_figure(
     axes = np.atleast_1d(
         fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
     ).ravel()
+    row = {p: i for i, p in enumerate(order)}
     for ax, report in zip(axes, worlds, strict=False):
-        usual = max(g["n"] for g in report.gains)
-        for g in report.gains:
-            y, color = row[g["policy"]], colors.get(g["policy"], "#000000")
-            right = g["change_mean"]
-            if math.isfinite(g["t_lo"]):
-                ax.hlines(y - 0.1, g["t_lo"], g["t_hi"], color=color, lw=3.2, alpha=0.7)
-                right = max(right, g["t_hi"])
-            if math.isfinite(g["boot_lo"]):
-                ax.errorbar(
-                    g["change_mean"],
-                    y + 0.17,
-                    xerr=[[g["change_mean"] - g["boot_lo"]], [g["boot_hi"] - g["change_mean"]]],
-                    fmt="none",
-                    ecolor=color,
-                    elinewidth=1.0,
-                    capsize=2.5,
-                )
-                right = max(right, g["boot_hi"])
-            ax.plot(g["change_mean"], y - 0.1, "o", color=color, ms=5, mec="white", mew=0.7)
-            if g["n"] != usual:
-                ax.annotate(
-                    f"n={g['n']}",
-                    (right, y),
-                    xytext=(5, 0),
-                    textcoords="offset points",
-                    va="center",
-                    fontsize=7,
-                    color="#555555",
-                )
-        ax.axvline(0, color="#444444", lw=0.9)
-        ax.grid(axis="y", visible=False)
-        ax.set_title(
-            f"{short_name(report.world, 32)}  ·  n = {usual} seeds", loc="left", fontweight="bold"
-        )
-        ax.xaxis.set_tick_params(labelbottom=True)
+        _forest_panel(ax, report, row, colors)
     axes[0].set_yticks(np.arange(len(order)), order)
     axes[0].set_ylim(len(order) - 0.5, -0.6)
     for ax in axes[len(worlds) :]:
         ax.set_visible(False)
-    handles = [
-        Line2D([], [], color="#444444", marker="o", ls="", ms=5, label="mean over paired seeds"),
-        Line2D([], [], color="#444444", lw=3.2, alpha=0.7, label="95% t interval"),
-        Line2D([], [], color="#444444", lw=1.0, marker="|", ms=6, label="95% bootstrap interval"),
-    ]
-    fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=8)
-    fig.supxlabel(
-        f"change in excess regret vs {competitor} (%), paired by seed; negative is better",
-        fontsize=9,
-    )
+    _forest_legend(fig, competitor)
     return fig
+
+
+def _relative_to_policy_means(table: ProfileTable, n_groups: int) -> np.ndarray:
+    """``100 (excess_group / excess_policy - 1)`` of the first ``n_groups`` groups."""
+    values = table.matrix()[:n_groups]
+    overall = np.array([table.overall.get(p, np.nan) for p in table.policies])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 100.0 * (values / overall[None, :] - 1.0)
+
+
+def _heatmap_labels(ax: Any, rel: np.ndarray, bound: float) -> None:
+    """Each finite cell's percentage, white on dark cells (skipped above 700 cells)."""
+    n_rows, n_cols = rel.shape
+    if n_rows * n_cols > 700:
+        return
+    for i in range(n_rows):
+        for j in range(n_cols):
+            v = rel[i, j]
+            if not np.isfinite(v):
+                continue
+            dark = abs(v) > 0.55 * bound
+            ax.text(
+                j,
+                i,
+                "0%" if round(v) == 0 else f"{v:+.0f}%",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if dark else "#222222",
+            )
+
+
+def _heatmap_frame(
+    ax: Any, groups: Sequence[str], policies: Sequence[str], colors: dict[str, str]
+) -> None:
+    """White lines between trait facets and a color strip above each policy's column."""
+    facets = [g.split(": ", 1)[0] if ": " in g else "" for g in groups]
+    for i in range(1, len(groups)):
+        if facets[i] != facets[i - 1]:
+            ax.axhline(i - 0.5, color="white", lw=2.5)
+    for j, policy in enumerate(policies):
+        ax.add_patch(_rect((j - 0.5, -0.5 - 0.38), 1.0, 0.3, colors.get(policy, "#000000")))
+    ax.set_ylim(len(groups) - 0.5, -0.5 - 0.45)
 
 
 def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int = 40) -> Figure:
@@ -362,10 +434,7 @@ def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int 
     from matplotlib.figure import Figure
 
     groups = table.groups[:max_groups]
-    values = table.matrix()[: len(groups)]
-    overall = np.array([table.overall.get(p, np.nan) for p in table.policies])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = 100.0 * (values / overall[None, :] - 1.0)
+    rel = _relative_to_policy_means(table, len(groups))
     n_rows, n_cols = rel.shape
     label_width = max((len(g) for g in groups), default=8)
     fig = Figure(
@@ -383,29 +452,8 @@ def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int 
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    if n_rows * n_cols <= 700:
-        for i in range(n_rows):
-            for j in range(n_cols):
-                v = rel[i, j]
-                if not np.isfinite(v):
-                    continue
-                dark = abs(v) > 0.55 * bound
-                ax.text(
-                    j,
-                    i,
-                    "0%" if round(v) == 0 else f"{v:+.0f}%",
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="white" if dark else "#222222",
-                )
-    facets = [g.split(": ", 1)[0] if ": " in g else "" for g in groups]
-    for i in range(1, n_rows):
-        if facets[i] != facets[i - 1]:
-            ax.axhline(i - 0.5, color="white", lw=2.5)
-    for j, policy in enumerate(table.policies):
-        ax.add_patch(_rect((j - 0.5, -0.5 - 0.38), 1.0, 0.3, colors.get(policy, "#000000")))
-    ax.set_ylim(n_rows - 0.5, -0.5 - 0.45)
+    _heatmap_labels(ax, rel, bound)
+    _heatmap_frame(ax, groups, table.policies, colors)
     cbar = fig.colorbar(image, ax=ax, aspect=max(12.0, 1.6 * n_rows), pad=0.01)
     cbar.set_label("vs the policy's mean (%)")
     cbar.outline.set_visible(False)
