@@ -16,11 +16,14 @@ The runner never shows a policy utilities, profiles or click probabilities.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from prefduel.core.errors import PolicyError
+from prefduel.core.rng import stream
 
 #: Keys of the ``context`` dict given to `Policy.reset`.
 CONTEXT_KEYS = ("K", "d", "S", "N", "beta", "b")
@@ -127,7 +130,20 @@ def check_policy(
     Raises:
         PolicyError: describing the first violation, with student and round.
     """
-    from prefduel.core.rng import stream
+    fresh = _instance_maker(make_policy)
+    policy = fresh()
+    label = getattr(policy, "name", type(policy).__name__)
+    _check_methods(policy, label)
+    problem = _CheckProblem.draw(n_students, rounds, k, d, seed)
+    first = _run_contract(policy, label, problem)
+    second = _run_contract(fresh(), label, problem)
+    _check_same_choices(first, second, label, seed, rounds)
+    third = _run_contract(policy, label, problem)  # reusing an instance
+    _check_reset_rebuilds(first, third, label)
+
+
+def _instance_maker(make_policy: Any) -> Callable[[], Any]:
+    """A callable giving a new policy (a class or factory) or the same instance each time."""
 
     def fresh() -> Any:
         return (
@@ -137,50 +153,81 @@ def check_policy(
             else make_policy
         )
 
-    policy = fresh()
-    label = getattr(policy, "name", type(policy).__name__)
+    return fresh
+
+
+def _check_methods(policy: Any, label: str) -> None:
+    """The five lifecycle methods exist and are callable."""
     for method in ("reset", "start_student", "select", "update", "end_student"):
         if not callable(getattr(policy, method, None)):
             raise PolicyError(f"policy {label!r} has no callable {method}()")
 
-    data_rng = stream(seed, "check_policy", "data")
-    phis = data_rng.normal(size=(n_students, rounds, k, d))
-    if d == k + 1:  # TutorDuel's layout: persona indicators, then one rater score
-        phis[..., :k] = np.eye(k)
-    theta = data_rng.normal(size=(n_students, d))
-    clicks_u = data_rng.random((n_students, rounds))
 
-    def call(pol: Any, method: str, *args: Any, at: str = "") -> Any:
-        try:
-            return getattr(pol, method)(*args)
-        except Exception as exc:
-            raise PolicyError(
-                f"policy {label!r} raised in {method}(){at}: {type(exc).__name__}: {exc}"
-            ) from exc
+@dataclass(frozen=True)
+class _CheckProblem:
+    """The synthetic problem of `check_policy`: ``N`` students x ``S`` rounds x ``K`` arms.
 
-    def run(pol: Any) -> list[tuple[int, int]]:
-        choices = []
-        context = policy_context(n_students, rounds, k, d)
-        call(pol, "reset", stream(seed, "check_policy", "policy"), context)
-        for n in range(n_students):
-            call(pol, "start_student", at=f" at student {n}")
-            for s in range(rounds):
-                at = f" at student {n}, round {s}"
-                phi = phis[n, s].copy()
-                phi.setflags(write=False)
-                try:
-                    i, j = validate_pair(call(pol, "select", phi, at=at), k)
-                except ValueError as exc:
-                    raise PolicyError(f"policy {label!r}, student {n}, round {s}: {exc}") from exc
-                util = phi @ theta[n]
-                outcome = int(clicks_u[n, s] < 1.0 / (1.0 + np.exp(-(util[i] - util[j]))))
-                call(pol, "update", outcome, at=at)
-                choices.append((i, j))
-            call(pol, "end_student", at=f" at student {n}")
-        return choices
+    Attributes:
+        phis: ``(N, S, K, d)`` features (persona indicators first when ``d == K + 1``).
+        theta: ``(N, d)`` each student's preference.
+        clicks_u: ``(N, S)`` uniforms deciding the clicks.
+        seed: Seed of the problem and of the policy's generator.
+    """
 
-    first = run(policy)
-    second = run(fresh())
+    phis: np.ndarray
+    theta: np.ndarray
+    clicks_u: np.ndarray
+    seed: int
+
+    @classmethod
+    def draw(cls, n_students: int, rounds: int, k: int, d: int, seed: int) -> _CheckProblem:
+        data_rng = stream(seed, "check_policy", "data")
+        phis = data_rng.normal(size=(n_students, rounds, k, d))
+        if d == k + 1:  # TutorDuel's layout: persona indicators, then one rater score
+            phis[..., :k] = np.eye(k)
+        theta = data_rng.normal(size=(n_students, d))
+        clicks_u = data_rng.random((n_students, rounds))
+        return cls(phis, theta, clicks_u, seed)
+
+
+def _call(policy: Any, label: str, method: str, *args: Any, at: str = "") -> Any:
+    """``policy.method(*args)``, any exception re-raised as a `PolicyError` naming it."""
+    try:
+        return getattr(policy, method)(*args)
+    except Exception as exc:
+        raise PolicyError(
+            f"policy {label!r} raised in {method}(){at}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _run_contract(policy: Any, label: str, problem: _CheckProblem) -> list[tuple[int, int]]:
+    """One run of the whole lifecycle on ``problem``; the ``N x S`` pairs chosen, in order."""
+    n_students, rounds, k, d = problem.phis.shape
+    choices = []
+    context = policy_context(n_students, rounds, k, d)
+    _call(policy, label, "reset", stream(problem.seed, "check_policy", "policy"), context)
+    for n in range(n_students):
+        _call(policy, label, "start_student", at=f" at student {n}")
+        for s in range(rounds):
+            at = f" at student {n}, round {s}"
+            phi = problem.phis[n, s].copy()
+            phi.setflags(write=False)
+            try:
+                i, j = validate_pair(_call(policy, label, "select", phi, at=at), k)
+            except ValueError as exc:
+                raise PolicyError(f"policy {label!r}, student {n}, round {s}: {exc}") from exc
+            util = phi @ problem.theta[n]
+            outcome = int(problem.clicks_u[n, s] < 1.0 / (1.0 + np.exp(-(util[i] - util[j]))))
+            _call(policy, label, "update", outcome, at=at)
+            choices.append((i, j))
+        _call(policy, label, "end_student", at=f" at student {n}")
+    return choices
+
+
+def _check_same_choices(
+    first: list[tuple[int, int]], second: list[tuple[int, int]], label: str, seed: int, rounds: int
+) -> None:
+    """Two fresh runs with one seed choose alike (randomness only from the given rng)."""
     if first != second:
         diff = next(t for t, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)
         raise PolicyError(
@@ -188,8 +235,13 @@ def check_policy(
             f"first at student {diff // rounds}, round {diff % rounds} ({first[diff]} vs "
             f"{second[diff]}); draw randomness only from the rng given to reset()"
         )
-    third = run(policy)  # reusing an instance: reset() must rebuild all state
-    if third != first:
+
+
+def _check_reset_rebuilds(
+    first: list[tuple[int, int]], again: list[tuple[int, int]], label: str
+) -> None:
+    """A run of a reused instance chooses like the first: reset() rebuilt all state."""
+    if again != first:
         raise PolicyError(
             f"policy {label!r} gives different choices when reset() is called again on the same "
             "instance; reset() must rebuild all state"

@@ -12,7 +12,7 @@ Pieces (pure functions on arrays; pandas and scikit-learn are imported only when
 ``pip install "prefduel[rank]"``):
 
 - `battles`: schema, reading CSV/JSON/JSONL/Parquet, validation
-  with counted skips.
+  with counted skips (built from `battle_schema`, `battle_files` and `battle_validation`).
 - `elo`: online Elo, global, per user (vectorized) and bootstrap.
 - `bt`: Bradley-Terry MLE / ridge on aggregated win matrices,
   batched Newton, existence check, multinomial bootstrap.
@@ -21,7 +21,7 @@ Pieces (pure functions on arrays; pandas and scikit-learn are imported only when
 - `predict`: MLP prediction of score vectors vs the mean predictor.
 - `synthetic`: seeded Arena-format generator with planted clusters.
 - `clicks`: TutorDuel trajectories as battles.
-- `analysis`, `report`: the pipeline
+- `analysis`, `report`: the pipeline (its result and settings in `analysis_result`)
   and its JSON/Markdown/HTML report.
 
 This subpackage imports only ``prefduel.core`` (docs/design.md, section 1).

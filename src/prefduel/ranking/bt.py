@@ -26,7 +26,7 @@ References:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -270,6 +270,29 @@ def _objective(
     return (n * log_p - w_ji * d).sum(axis=1) - 0.5 * ridge * (beta * beta).sum(axis=1)
 
 
+class _Pairs(NamedTuple):
+    """The ``P = M(M-1)/2`` unordered pairs ``i < j`` of ``M`` models.
+
+    Attributes:
+        pi: ``(P,)`` first model of each pair.
+        pj: ``(P,)`` second model of each pair.
+        incidence: ``(P, M)`` +1 at ``i``, -1 at ``j``: ``beta @ incidence.T`` is
+            ``beta_i - beta_j`` per pair.
+    """
+
+    pi: np.ndarray
+    pj: np.ndarray
+    incidence: np.ndarray
+
+    @classmethod
+    def of(cls, m: int) -> _Pairs:
+        pi, pj = np.triu_indices(m, 1)
+        incidence = np.zeros((pi.size, m))
+        incidence[np.arange(pi.size), pi] = 1.0
+        incidence[np.arange(pi.size), pj] = -1.0
+        return cls(pi, pj, incidence)
+
+
 def _newton(
     wins: np.ndarray,
     seen: np.ndarray,
@@ -291,23 +314,12 @@ def _newton(
         ``(beta, converged, iterations)``: logits ``(B, M)``, ``(B,)`` flags, iterations used.
     """
     n_sets, m, _ = wins.shape
-    pi, pj = np.triu_indices(m, 1)
-    w_ij, w_ji = wins[:, pi, pj], wins[:, pj, pi]
+    pairs = _Pairs.of(m)
+    w_ij, w_ji = wins[:, pairs.pi, pairs.pj], wins[:, pairs.pj, pairs.pi]
     n = w_ij + w_ji
-    incidence = np.zeros((pi.size, m))
-    incidence[np.arange(pi.size), pi] = 1.0
-    incidence[np.arange(pi.size), pj] = -1.0
-    diag = np.arange(m)
-    # Constant part of the Hessian: identity rows for unseen models and, when unregularized,
-    # the rank-one term (1/m) s s^T over seen models that removes the translation freedom
-    # (the gradient is orthogonal to s, so the step is too).
-    m_seen = np.maximum(seen.sum(axis=1), 1)[:, None, None]
-    fixed = np.where(
-        (ridge == 0)[:, None, None], (seen[:, :, None] & seen[:, None, :]) / m_seen, 0.0
-    )
-    fixed[:, diag, diag] += ~seen
+    fixed = _fixed_hessian(seen, ridge)
     beta = np.zeros((n_sets, m))
-    d = np.zeros((n_sets, pi.size))
+    d = np.zeros((n_sets, pairs.pi.size))
     log_p = np.full(d.shape, -np.log(2.0))
     obj = _objective(log_p, d, n, w_ji, beta, ridge)
     converged = np.zeros(n_sets, dtype=bool)
@@ -318,38 +330,9 @@ def _newton(
         sel = slice(None) if active.size == n_sets else active  # views while all are active
         bt, rd, sn, na, wa = beta[sel], ridge[sel], seen[sel], n[sel], w_ij[sel]
         wj = w_ji[sel]
-        p = np.exp(log_p[sel])
-        grad = (wa - na * p) @ incidence - rd[:, None] * bt
-        v = na * p * (1.0 - p)
         hess = fixed[active] if sel is active else fixed.copy()
-        hess[:, pi, pj] -= v
-        hess[:, pj, pi] -= v
-        hess[:, diag, diag] += v @ np.abs(incidence) + rd[:, None]
-        step = np.linalg.solve(hess, grad[..., None])[..., 0]
-        step = np.where(sn, step, 0.0)
-        d_step = step @ incidence.T
-        old = obj[sel]
-        d_old = d[sel]
-        scale = np.ones(active.size)
-        d_new = d_old + d_step
-        lp_new = _log_sigmoid(d_new)
-        new = _objective(lp_new, d_new, na, wj, bt + step, rd)
-        for _ in range(40):
-            worse = new < old - 1e-12 * np.abs(old)
-            if not worse.any():
-                break
-            scale[worse] *= 0.5
-            sw = scale[worse][:, None]
-            d_new[worse] = d_old[worse] + sw * d_step[worse]
-            lp_new[worse] = _log_sigmoid(d_new[worse])
-            new[worse] = _objective(
-                lp_new[worse],
-                d_new[worse],
-                na[worse],
-                wj[worse],
-                bt[worse] + sw * step[worse],
-                rd[worse],
-            )
+        step = _newton_direction(hess, bt, rd, sn, na, wa, np.exp(log_p[sel]), pairs)
+        scale, d_new, lp_new, new = _damped(step, d[sel], obj[sel], bt, rd, na, wj, pairs)
         beta[sel] = bt + scale[:, None] * step
         d[sel], log_p[sel], obj[sel] = d_new, lp_new, new
         done = np.abs(scale[:, None] * step).max(axis=1) < tol
@@ -358,6 +341,105 @@ def _newton(
         if active.size == 0:
             break
     return beta, converged, iterations
+
+
+def _fixed_hessian(seen: np.ndarray, ridge: np.ndarray) -> np.ndarray:
+    """Constant part of the (negated) Hessian, ``(B, M, M)``.
+
+    Identity rows for unseen models and, when unregularized, the rank-one term
+    ``(1/m) s s^T`` over seen models that removes the translation freedom (the gradient is
+    orthogonal to ``s``, so the step is too).
+    """
+    m = seen.shape[1]
+    diag = np.arange(m)
+    m_seen = np.maximum(seen.sum(axis=1), 1)[:, None, None]
+    fixed = np.where(
+        (ridge == 0)[:, None, None], (seen[:, :, None] & seen[:, None, :]) / m_seen, 0.0
+    )
+    fixed[:, diag, diag] += ~seen
+    return fixed
+
+
+def _newton_direction(
+    hess: np.ndarray,
+    beta: np.ndarray,
+    ridge: np.ndarray,
+    seen: np.ndarray,
+    n: np.ndarray,
+    w_ij: np.ndarray,
+    p: np.ndarray,
+    pairs: _Pairs,
+) -> np.ndarray:
+    """The full Newton step ``(A, M)`` of ``A`` active data sets (0 for unseen models).
+
+    Args:
+        hess: ``(A, M, M)`` the constant part (`_fixed_hessian`), completed in place.
+        beta: ``(A, M)`` current logits.
+        ridge: ``(A,)`` penalties.
+        seen: ``(A, M)`` models present.
+        n: ``(A, P)`` battles per pair.
+        w_ij: ``(A, P)`` wins of ``i`` over ``j``.
+        p: ``(A, P)`` current ``P(i beats j)``.
+        pairs: The pairs.
+    """
+    grad = (w_ij - n * p) @ pairs.incidence - ridge[:, None] * beta
+    v = n * p * (1.0 - p)
+    diag = np.arange(hess.shape[-1])
+    hess[:, pairs.pi, pairs.pj] -= v
+    hess[:, pairs.pj, pairs.pi] -= v
+    hess[:, diag, diag] += v @ np.abs(pairs.incidence) + ridge[:, None]
+    step = np.linalg.solve(hess, grad[..., None])[..., 0]
+    return np.where(seen, step, 0.0)
+
+
+def _damped(
+    step: np.ndarray,
+    d_old: np.ndarray,
+    old: np.ndarray,
+    beta: np.ndarray,
+    ridge: np.ndarray,
+    n: np.ndarray,
+    w_ji: np.ndarray,
+    pairs: _Pairs,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Halve each data set's ``step`` until the objective does not drop (at most 40 times).
+
+    Args:
+        step: ``(A, M)`` full Newton steps.
+        d_old: ``(A, P)`` current pair differences ``beta_i - beta_j``.
+        old: ``(A,)`` current objective.
+        beta: ``(A, M)`` current logits.
+        ridge: ``(A,)`` penalties.
+        n: ``(A, P)`` battles per pair.
+        w_ji: ``(A, P)`` wins of ``j`` over ``i``.
+        pairs: The pairs.
+
+    Returns:
+        ``(scale, d, log_p, objective)`` after the step: ``(A,)``, ``(A, P)``, ``(A, P)``,
+        ``(A,)``.
+    """
+    d_step = step @ pairs.incidence.T
+    scale = np.ones(step.shape[0])
+    d_new = d_old + d_step
+    lp_new = _log_sigmoid(d_new)
+    new = _objective(lp_new, d_new, n, w_ji, beta + step, ridge)
+    for _ in range(40):
+        worse = new < old - 1e-12 * np.abs(old)
+        if not worse.any():
+            break
+        scale[worse] *= 0.5
+        sw = scale[worse][:, None]
+        d_new[worse] = d_old[worse] + sw * d_step[worse]
+        lp_new[worse] = _log_sigmoid(d_new[worse])
+        new[worse] = _objective(
+            lp_new[worse],
+            d_new[worse],
+            n[worse],
+            w_ji[worse],
+            beta[worse] + sw * step[worse],
+            ridge[worse],
+        )
+    return scale, d_new, lp_new, new
 
 
 def _fit(wins: np.ndarray, mode: str, ridge: float) -> BTFit:

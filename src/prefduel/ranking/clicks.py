@@ -62,33 +62,14 @@ def trajectory_battles(world: Any, trajectory: Any, *, policy: str = "") -> Any:
     first = np.asarray(trajectory.first)
     second = np.asarray(trajectory.second)
     outcome = np.asarray(trajectory.outcome)
-    n_arr, n_rounds, k = int(world.N), int(world.S), int(world.K)
-    for name, arr in (("first", first), ("second", second), ("outcome", outcome)):
-        if arr.shape != (n_arr, n_rounds):
-            raise RankingError(
-                f"trajectory.{name} has shape {arr.shape}, world {world.name!r} needs "
-                f"({n_arr}, {n_rounds})"
-            )
-    if np.any(first == second) or first.min() < 0 or max(first.max(), second.max()) >= k:
-        raise RankingError("trajectory pairs must be two distinct persona indices in [0, K)")
-    personas = [_persona_name(p, i) for i, p in enumerate(world.personas or [])]
-    personas += [f"persona-{i}" for i in range(len(personas), k)]
-    names = np.asarray(personas, dtype=object)
-    questions = list(world.questions or [])
-    q_index = np.asarray(world.question_index)
-    students = list(world.students or [])
-    s_index = np.asarray(world.student_index)
-
+    _check_shapes(world, first, second, outcome)
+    n_arr, n_rounds = int(world.N), int(world.S)
+    names = _persona_names(world)
     arrival = np.repeat(np.arange(n_arr), n_rounds)
     rnd = np.tile(np.arange(n_rounds), n_arr)
-    q_flat = q_index.reshape(-1)
-    student_of = np.asarray([_field(students, int(i), "id", f"student-{int(i)}") for i in s_index])
-    profile_of = np.asarray([_field(students, int(i), "profile", "") for i in s_index])
-    q_ids = [
-        _field(questions, int(q), "id", f"q{int(q)}") for q in range(_count(questions, q_flat))
-    ]
-    q_text = [_field(questions, q, "text", q_ids[q]) for q in range(len(q_ids))]
-    q_topic = [_field(questions, q, "topic", "") for q in range(len(q_ids))]
+    q_flat = np.asarray(world.question_index).reshape(-1)
+    student_of, profile_of = _student_fields(world)
+    q_ids, q_text, q_topic = _question_fields(world, q_flat)
     return pd.DataFrame(
         {
             "model_a": names[first.reshape(-1)],
@@ -109,6 +90,48 @@ def trajectory_battles(world: Any, trajectory: Any, *, policy: str = "") -> Any:
         },
         columns=list(CLICK_COLUMNS),
     )
+
+
+def _check_shapes(world: Any, first: np.ndarray, second: np.ndarray, outcome: np.ndarray) -> None:
+    """Each array ``(N, S)``; each pair two distinct persona indices in ``[0, K)``."""
+    n_arr, n_rounds, k = int(world.N), int(world.S), int(world.K)
+    for name, arr in (("first", first), ("second", second), ("outcome", outcome)):
+        if arr.shape != (n_arr, n_rounds):
+            raise RankingError(
+                f"trajectory.{name} has shape {arr.shape}, world {world.name!r} needs "
+                f"({n_arr}, {n_rounds})"
+            )
+    if np.any(first == second) or first.min() < 0 or max(first.max(), second.max()) >= k:
+        raise RankingError("trajectory pairs must be two distinct persona indices in [0, K)")
+
+
+def _persona_names(world: Any) -> np.ndarray:
+    """``(K,)`` object array of persona names (``persona-i`` where the world has none)."""
+    k = int(world.K)
+    personas = [_persona_name(p, i) for i, p in enumerate(world.personas or [])]
+    personas += [f"persona-{i}" for i in range(len(personas), k)]
+    return np.asarray(personas, dtype=object)
+
+
+def _student_fields(world: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Student id and profile of each arrival, each ``(N,)``."""
+    students = list(world.students or [])
+    s_index = np.asarray(world.student_index)
+    student_of = np.asarray([_field(students, int(i), "id", f"student-{int(i)}") for i in s_index])
+    profile_of = np.asarray([_field(students, int(i), "profile", "") for i in s_index])
+    return student_of, profile_of
+
+
+def _question_fields(world: Any, q_flat: np.ndarray) -> tuple[list[str], list[str], list[str]]:
+    """Id, text (the id when there is none) and topic of every question index ``q_flat``
+    uses, each a list of ``Q`` (at least as many as the world lists)."""
+    questions = list(world.questions or [])
+    q_ids = [
+        _field(questions, int(q), "id", f"q{int(q)}") for q in range(_count(questions, q_flat))
+    ]
+    q_text = [_field(questions, q, "text", q_ids[q]) for q in range(len(q_ids))]
+    q_topic = [_field(questions, q, "topic", "") for q in range(len(q_ids))]
+    return q_ids, q_text, q_topic
 
 
 def _persona_name(persona: Any, index: int) -> str:

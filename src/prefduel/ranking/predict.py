@@ -147,30 +147,14 @@ def predict_scores(
     spec = spec or PredictorSpec()
     features = np.asarray(features, dtype=float)
     scores = np.asarray(scores, dtype=float)
-    if features.ndim != 2 or scores.ndim != 2 or features.shape[0] != scores.shape[0]:
-        raise RankingError(
-            f"features (U, F) and scores (U, M) must have the same U, got {features.shape} and "
-            f"{scores.shape}"
-        )
-    if not np.all(np.isfinite(features)):
-        raise RankingError("features must be finite (drop users without prompts first)")
+    _check_inputs(features, scores, spec)
     n_users = features.shape[0]
-    if n_users < max(spec.folds, 4):
-        raise RankingError(f"prediction needs at least {max(spec.folds, 4)} users, got {n_users}")
     rng = stream(seed, "ranking", "predict", target)
     if shuffle_features:
         features = features[rng.permutation(n_users)]
     predicted, actual = _cross_validate(features, scores, spec, rng)
-    seen = np.isfinite(actual)
-    err_model = np.where(seen, np.abs(predicted - actual), 0.0)
-    err_mean = np.where(seen, np.abs(actual), 0.0)  # the mean predictor is 0 in z units
-    n_seen = np.maximum(seen.sum(axis=1), 1)
-    per_model = err_model.sum(axis=1) / n_seen
-    per_mean = err_mean.sum(axis=1) / n_seen
-    ok = seen.any(axis=1)
-    per_model, per_mean = per_model[ok], per_mean[ok]
-    boot = rng.integers(0, per_model.size, size=(n_boot, per_model.size))
-    bm, bb = per_model[boot].mean(axis=1), per_mean[boot].mean(axis=1)
+    per_model, per_mean = _per_user_errors(predicted, actual)
+    bm, bb = _bootstrap_means(per_model, per_mean, rng, n_boot)
     gains = 1.0 - bm / np.maximum(bb, 1e-12)
     diff = per_model - per_mean
     p = float(stats.wilcoxon(diff[diff != 0]).pvalue) if np.count_nonzero(diff) >= 2 else None
@@ -191,6 +175,49 @@ def predict_scores(
         predicted=predicted,
         actual=actual,
     )
+
+
+def _check_inputs(features: np.ndarray, scores: np.ndarray, spec: PredictorSpec) -> None:
+    """Features ``(U, F)`` finite, scores ``(U, M)``, and enough users for the folds."""
+    if features.ndim != 2 or scores.ndim != 2 or features.shape[0] != scores.shape[0]:
+        raise RankingError(
+            f"features (U, F) and scores (U, M) must have the same U, got {features.shape} and "
+            f"{scores.shape}"
+        )
+    if not np.all(np.isfinite(features)):
+        raise RankingError("features must be finite (drop users without prompts first)")
+    n_users = features.shape[0]
+    if n_users < max(spec.folds, 4):
+        raise RankingError(f"prediction needs at least {max(spec.folds, 4)} users, got {n_users}")
+
+
+def _per_user_errors(predicted: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-user MAE of the MLP and of the mean predictor over the models each user saw.
+
+    Args:
+        predicted: ``(U, M)`` out-of-fold predictions (standardized).
+        actual: ``(U, M)`` standardized targets, NaN where unseen.
+
+    Returns:
+        ``(mlp, mean predictor)``, each ``(U',)`` over the ``U'`` users who saw a model.
+    """
+    seen = np.isfinite(actual)
+    err_model = np.where(seen, np.abs(predicted - actual), 0.0)
+    err_mean = np.where(seen, np.abs(actual), 0.0)  # the mean predictor is 0 in z units
+    n_seen = np.maximum(seen.sum(axis=1), 1)
+    per_model = err_model.sum(axis=1) / n_seen
+    per_mean = err_mean.sum(axis=1) / n_seen
+    ok = seen.any(axis=1)
+    return per_model[ok], per_mean[ok]
+
+
+def _bootstrap_means(
+    per_model: np.ndarray, per_mean: np.ndarray, rng: np.random.Generator, n_boot: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean MAE of each predictor in ``n_boot`` resamples of the ``(U',)`` users (the same
+    resamples for both), each ``(n_boot,)``."""
+    boot = rng.integers(0, per_model.size, size=(n_boot, per_model.size))
+    return per_model[boot].mean(axis=1), per_mean[boot].mean(axis=1)
 
 
 def _interval(x: np.ndarray) -> tuple[float, float]:

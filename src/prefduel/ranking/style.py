@@ -236,27 +236,8 @@ def meta_styles(
     z = standardize(profiles)
     if not np.any(z):
         raise RankingError("the users' style profiles do not vary, so there are no meta-styles")
-    explained = None
-    if method == "pca":
-        pca = decomposition.PCA(n_components=c, random_state=int(rng.integers(2**31 - 1)))
-        scores = pca.fit_transform(z)
-        loadings = pca.components_
-        explained = pca.explained_variance_ratio_
-    else:
-        lo, hi = profiles.min(axis=0), profiles.max(axis=0)
-        scaled = np.where(hi > lo, (profiles - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
-        nmf = decomposition.NMF(
-            n_components=c, init="nndsvda", max_iter=500, random_state=int(rng.integers(2**31 - 1))
-        )
-        scores = nmf.fit_transform(scaled)
-        loadings = nmf.components_
-    distinct = np.unique(np.round(scores, 9), axis=0).shape[0]
-    k = max(1, min(n_clusters, distinct))
-    km = cluster.KMeans(n_clusters=k, n_init=10, random_state=int(rng.integers(2**31 - 1)))
-    labels = km.fit_predict(standardize(scores))
-    centers = np.vstack(
-        [scores[labels == j].mean(axis=0) if np.any(labels == j) else np.zeros(c) for j in range(k)]
-    )
+    scores, loadings, explained = _reduce(decomposition, profiles, z, method, c, rng)
+    labels, centers = _cluster_users(cluster, scores, n_clusters, rng)
     return MetaStyles(
         scores=scores,
         loadings=loadings,
@@ -267,6 +248,46 @@ def meta_styles(
         method=method,
         explained=explained,
     )
+
+
+def _reduce(
+    decomposition: Any,
+    profiles: np.ndarray,
+    z: np.ndarray,
+    method: str,
+    c: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``C`` meta-styles of the ``(U, F)`` profiles (``z``: their z-scores).
+
+    Returns:
+        ``(scores (U, C), loadings (C, F), explained variance (C,) or None for NMF)``.
+    """
+    if method == "pca":
+        pca = decomposition.PCA(n_components=c, random_state=int(rng.integers(2**31 - 1)))
+        return pca.fit_transform(z), pca.components_, pca.explained_variance_ratio_
+    lo, hi = profiles.min(axis=0), profiles.max(axis=0)
+    scaled = np.where(hi > lo, (profiles - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)
+    nmf = decomposition.NMF(
+        n_components=c, init="nndsvda", max_iter=500, random_state=int(rng.integers(2**31 - 1))
+    )
+    return nmf.fit_transform(scaled), nmf.components_, None
+
+
+def _cluster_users(
+    cluster: Any, scores: np.ndarray, n_clusters: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """k-means of the standardized ``(U, C)`` meta-style scores (at most one cluster per
+    distinct user): labels ``(U,)`` and cluster centers ``(k, C)`` in score units."""
+    c = scores.shape[1]
+    distinct = np.unique(np.round(scores, 9), axis=0).shape[0]
+    k = max(1, min(n_clusters, distinct))
+    km = cluster.KMeans(n_clusters=k, n_init=10, random_state=int(rng.integers(2**31 - 1)))
+    labels = km.fit_predict(standardize(scores))
+    centers = np.vstack(
+        [scores[labels == j].mean(axis=0) if np.any(labels == j) else np.zeros(c) for j in range(k)]
+    )
+    return labels, centers
 
 
 def _label(row: np.ndarray, names: Sequence[str], top: int = 2) -> str:

@@ -22,7 +22,7 @@ conversation_a``) and the planted truth.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -162,51 +162,17 @@ def synthetic_arena(
         columns ``model_a, model_b, winner, judge, tstamp`` (and ``conversation_a``), and the
         `SyntheticTruth`.
     """
-    pd = _deps.pandas()
-    if n_users < 1 or n_models < 2 or votes[0] < 1 or votes[1] < votes[0]:
-        raise RankingError(
-            f"need n_users >= 1, n_models >= 2 and 1 <= votes[0] <= votes[1], got {n_users}, "
-            f"{n_models}, {votes}"
-        )
-    shares = np.asarray(cluster_shares, dtype=float)
-    if shares.ndim != 1 or shares.size < 1 or np.any(shares < 0) or shares.sum() <= 0:
-        raise RankingError(f"cluster_shares must be non-negative with a positive sum: {shares}")
+    _deps.pandas()  # a missing pandas is reported before anything else
+    shares = _check_settings(n_users, n_models, votes, cluster_shares)
     rng = stream(seed, "ranking", "synthetic")
-    n_clusters = shares.size
     models = tuple(f"model-{i:02d}" for i in range(n_models))
     users = tuple(f"user-{i:05d}" for i in range(n_users))
-
-    taste = _tastes(n_clusters, n_models, spread, rng)
-    counts = np.floor(shares / shares.sum() * n_users).astype(int)
-    counts[: n_users - counts.sum()] += 1
-    cluster = rng.permutation(np.repeat(np.arange(n_clusters), counts))
-    strengths = taste[cluster] + user_noise * rng.normal(size=(n_users, n_models))
-
-    n_votes = rng.integers(votes[0], votes[1] + 1, size=n_users)
-    user = np.repeat(np.arange(n_users), n_votes)
-    n = user.size
-    a = rng.integers(0, n_models, size=n)
-    b = (a + rng.integers(1, n_models, size=n)) % n_models
-    p_a = 1.0 / (1.0 + np.exp(-(strengths[user, a] - strengths[user, b])))
-    draw = rng.random(n)
-    tie = draw < tie_rate
-    a_wins = rng.random(n) < p_a
-    winner = np.where(a_wins, "model_a", "model_b").astype(object)
-    winner[tie] = np.where(rng.random(int(tie.sum())) < 0.5, "tie", "tie (bothbad)")
-    tstamp = 1.7e9 + np.sort(rng.uniform(0, 30 * 86400, size=n))
-    order = rng.permutation(n)  # interleave users in time
-    frame = pd.DataFrame(
-        {
-            "model_a": np.asarray(models, dtype=object)[a[order]],
-            "model_b": np.asarray(models, dtype=object)[b[order]],
-            "winner": winner[order],
-            "judge": np.asarray(users, dtype=object)[user[order]],
-            "tstamp": tstamp,
-        }
-    )
+    taste, cluster, strengths = _users(shares, n_users, n_models, spread, user_noise, rng)
+    drawn = _votes(strengths, votes, tie_rate, rng)
+    frame = _frame(models, users, drawn)
     voice = cluster % len(_VOICES)
     if prompts:
-        texts = _prompts(voice[user[order]], rng, prompt_mix)
+        texts = _prompts(voice[drawn.user[drawn.order]], rng, prompt_mix)
         names = frame["model_a"].tolist()
         frame["conversation_a"] = [
             [{"role": "user", "content": t}, {"role": "assistant", "content": f"({m} answers)"}]
@@ -221,6 +187,95 @@ def synthetic_arena(
         voice=voice,
     )
     return frame, truth
+
+
+def _check_settings(
+    n_users: int, n_models: int, votes: tuple[int, int], cluster_shares: tuple[float, ...]
+) -> np.ndarray:
+    """The cluster shares as an array ``(C,)``, after checking every size of the log."""
+    if n_users < 1 or n_models < 2 or votes[0] < 1 or votes[1] < votes[0]:
+        raise RankingError(
+            f"need n_users >= 1, n_models >= 2 and 1 <= votes[0] <= votes[1], got {n_users}, "
+            f"{n_models}, {votes}"
+        )
+    shares = np.asarray(cluster_shares, dtype=float)
+    if shares.ndim != 1 or shares.size < 1 or np.any(shares < 0) or shares.sum() <= 0:
+        raise RankingError(f"cluster_shares must be non-negative with a positive sum: {shares}")
+    return shares
+
+
+def _users(
+    shares: np.ndarray,
+    n_users: int,
+    n_models: int,
+    spread: float,
+    user_noise: float,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cluster tastes ``(C, M)``, each user's cluster ``(U,)`` and strengths ``(U, M)``."""
+    n_clusters = shares.size
+    taste = _tastes(n_clusters, n_models, spread, rng)
+    counts = np.floor(shares / shares.sum() * n_users).astype(int)
+    counts[: n_users - counts.sum()] += 1
+    cluster = rng.permutation(np.repeat(np.arange(n_clusters), counts))
+    strengths = taste[cluster] + user_noise * rng.normal(size=(n_users, n_models))
+    return taste, cluster, strengths
+
+
+class _Votes(NamedTuple):
+    """The ``n`` drawn battles, in the order drawn (grouped by user).
+
+    Attributes:
+        user: ``(n,)`` voter of each battle.
+        a: ``(n,)`` first model.
+        b: ``(n,)`` second model, never ``a``.
+        winner: ``(n,)`` Arena winner labels.
+        tstamp: ``(n,)`` sorted timestamps.
+        order: ``(n,)`` permutation that interleaves the users in time.
+    """
+
+    user: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    winner: np.ndarray
+    tstamp: np.ndarray
+    order: np.ndarray
+
+
+def _votes(
+    strengths: np.ndarray, votes: tuple[int, int], tie_rate: float, rng: np.random.Generator
+) -> _Votes:
+    """Draw each user's battles from Bradley-Terry on their ``(U, M)`` strengths, with ties."""
+    n_users, n_models = strengths.shape
+    n_votes = rng.integers(votes[0], votes[1] + 1, size=n_users)
+    user = np.repeat(np.arange(n_users), n_votes)
+    n = user.size
+    a = rng.integers(0, n_models, size=n)
+    b = (a + rng.integers(1, n_models, size=n)) % n_models
+    p_a = 1.0 / (1.0 + np.exp(-(strengths[user, a] - strengths[user, b])))
+    draw = rng.random(n)
+    tie = draw < tie_rate
+    a_wins = rng.random(n) < p_a
+    winner = np.where(a_wins, "model_a", "model_b").astype(object)
+    winner[tie] = np.where(rng.random(int(tie.sum())) < 0.5, "tie", "tie (bothbad)")
+    tstamp = 1.7e9 + np.sort(rng.uniform(0, 30 * 86400, size=n))
+    order = rng.permutation(n)  # interleave users in time
+    return _Votes(user, a, b, winner, tstamp, order)
+
+
+def _frame(models: tuple[str, ...], users: tuple[str, ...], drawn: _Votes) -> Any:
+    """The battles as an Arena-format DataFrame, users interleaved in time."""
+    pd = _deps.pandas()
+    order = drawn.order
+    return pd.DataFrame(
+        {
+            "model_a": np.asarray(models, dtype=object)[drawn.a[order]],
+            "model_b": np.asarray(models, dtype=object)[drawn.b[order]],
+            "winner": drawn.winner[order],
+            "judge": np.asarray(users, dtype=object)[drawn.user[order]],
+            "tstamp": drawn.tstamp,
+        }
+    )
 
 
 def _tastes(n_clusters: int, n_models: int, spread: float, rng: np.random.Generator) -> np.ndarray:

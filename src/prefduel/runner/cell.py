@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,22 +58,7 @@ def play(
     phi_all = world.Phi.view()
     phi_all.flags.writeable = False  # a policy must not change what later policies see
     where = f"policy {label!r} on world {world.name!r}, seed {world.seed}"
-
-    def call(method: str, *args: Any, arrival: int | None = None, rnd: int | None = None):
-        try:
-            return getattr(policy, method)(*args)
-        except PolicyError:
-            raise
-        except (Exception, SystemExit) as exc:  # a policy must not end the whole run
-            at = "" if arrival is None else f", arrival {arrival}"
-            at += "" if rnd is None else f", round {rnd}"
-            what = (
-                f"called sys.exit({exc.code})"
-                if isinstance(exc, SystemExit)
-                else f"raised {type(exc).__name__}: {exc}"
-            )
-            raise PolicyError(f"{where}{at}: {method}() {what}") from exc
-
+    call = functools.partial(_call_policy, policy, where)
     call("reset", rng, policy_context(n_arr, n_rounds, k, world.d))
     for n in range(n_arr):
         call("start_student", arrival=n)
@@ -90,6 +76,31 @@ def play(
         if on_arrival is not None:
             on_arrival(n)
     return Trajectory(first, second, outcome)
+
+
+def _call_policy(
+    policy: Any,
+    where: str,
+    method: str,
+    *args: Any,
+    arrival: int | None = None,
+    rnd: int | None = None,
+) -> Any:
+    """``policy.method(*args)``; any exception (``sys.exit`` too) becomes a `PolicyError`
+    naming ``where`` (policy, world, seed), the arrival and round, and the method."""
+    try:
+        return getattr(policy, method)(*args)
+    except PolicyError:
+        raise
+    except (Exception, SystemExit) as exc:  # a policy must not end the whole run
+        at = "" if arrival is None else f", arrival {arrival}"
+        at += "" if rnd is None else f", round {rnd}"
+        what = (
+            f"called sys.exit({exc.code})"
+            if isinstance(exc, SystemExit)
+            else f"raised {type(exc).__name__}: {exc}"
+        )
+        raise PolicyError(f"{where}{at}: {method}() {what}") from exc
 
 
 def summarize(world: World, first: np.ndarray, second: np.ndarray) -> dict[str, Any]:

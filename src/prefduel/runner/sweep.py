@@ -475,17 +475,23 @@ def sweep(
         if on_plan is not None:
             on_plan(todo, total)
         if units:
-
-            def bar_factory() -> Any:
-                return tqdm(
-                    total=total,
-                    initial=total - todo,
-                    unit="cell",
-                    desc="prefduel",
-                    file=sys.stderr,
-                    disable=not progress,
-                    dynamic_ncols=True,
-                )
-
-            _run_units(units, store, bar_factory, jobs, executor)
+            _run_units(units, store, _bar_factory(total, todo, progress), jobs, executor)
         return _grid_rows(store, labels, seed_list, specs)
+
+
+def _bar_factory(total: int, todo: int, progress: bool) -> Callable[[], Any]:
+    """Makes the progress bar over the grid's ``total`` policy cells, ``todo`` of them left
+    (made only once the units are submitted: its monitor thread must not be forked)."""
+
+    def bar_factory() -> Any:
+        return tqdm(
+            total=total,
+            initial=total - todo,
+            unit="cell",
+            desc="prefduel",
+            file=sys.stderr,
+            disable=not progress,
+            dynamic_ncols=True,
+        )
+
+    return bar_factory

@@ -22,7 +22,8 @@ with the same structure:
   (`bt_utilities`).
 
 `judge_probabilities` and `bt_utilities` are pure and shared with
-`prefduel.datagen`, which applies them to real judge picks.
+`prefduel.datagen`, which applies them to real judge picks; they live in
+`prefduel.worlds.judging` and are re-exported here.
 
 All randomness flows from ``stream(seed, "tutorsim", roster, part)``, so a (roster, seed) gives
 bit-identical arrays in every process. Nothing here knows about any policy.
@@ -34,8 +35,17 @@ from dataclasses import asdict
 
 import numpy as np
 
-from prefduel.core.btl import fit_bt_ridge, pairs_of, sigmoid
+from prefduel.core.btl import pairs_of, sigmoid
 from prefduel.core.rng import stream
+from prefduel.worlds.judging import (
+    JUDGE_CONFIGS,
+    JUDGE_LABEL,
+    JUDGE_ORDER,
+    bt_utilities,
+    judge_probabilities,
+    pair_matrix,
+    smoothed_log_odds,
+)
 from prefduel.worlds.rosters import Roster
 from prefduel.worlds.tutorsim_data import (
     KINDS,
@@ -44,11 +54,24 @@ from prefduel.worlds.tutorsim_data import (
 )
 from prefduel.worlds.world import World
 
+__all__ = [
+    "CHAINS",
+    "JUDGE_CONFIGS",
+    "JUDGE_LABEL",
+    "JUDGE_ORDER",
+    "ROUNDS",
+    "TOPICS_PER_SESSION",
+    "bt_utilities",
+    "generate_students",
+    "generate_world",
+    "judge_probabilities",
+    "pair_matrix",
+    "smoothed_log_odds",
+]
+
 TOPICS_PER_SESSION = 4
 CHAINS = 2
 ROUNDS = TOPICS_PER_SESSION * CHAINS * len(KINDS)  # 24
-
-
 
 
 def _question_bank(data: TutorSimData, pool: str) -> list[dict]:
@@ -148,61 +171,90 @@ def _students(
     m = data.m
     jitter = rng.normal(scale=prm.profile_jitter, size=(n, m))
     spread = np.exp(rng.normal(scale=prm.cue_spread, size=n) - prm.cue_spread**2 / 2)
-    students: list[dict] = []
-    quirks: list[tuple[str, ...]] = []
     if roster.students in ("dev-profiles", "heldout-profiles", "scrambled"):
-        pool = data.profiles["dev" if roster.students == "dev-profiles" else "heldout"]
-        which = rng.permutation(np.resize(np.arange(len(pool)), n))
-        base = np.stack([pool[i].taste for i in which])
-        cue = np.array([pool[i].cue_following for i in which])
-        for a, i in enumerate(which):
-            p = pool[i]
-            students.append(
-                {
-                    "id": f"{p.id}#{a}",
-                    "profile": p.id,
-                    "name": p.name,
-                    "description": p.description,
-                    "quirks": list(p.quirks),
-                }
-            )
-            quirks.append(p.quirks)
+        students, base, cue, quirks = _profile_students(data, roster, rng)
     elif roster.students in ("composite", "quirky"):
-        sizes = [len(t.values) for t in data.traits]
-        if roster.students == "composite":
-            flat = rng.choice(int(np.prod(sizes)), size=n, replace=False)
-            combos = np.stack(np.unravel_index(flat, sizes), axis=1)
-        else:
-            combos = np.stack([rng.integers(s, size=n) for s in sizes], axis=1)
-        base = np.zeros((n, m))
-        cue = np.ones(n)
-        for a in range(n):
-            values = [t.values[int(v)] for t, v in zip(data.traits, combos[a], strict=True)]
-            base[a] = prm.template_scale * (sum(v.taste for v in values) + data.shared_taste)
-            for v in values:
-                if v.cue_following is not None:
-                    cue[a] = v.cue_following
-            qs: tuple[str, ...] = ()
-            if roster.students == "quirky":
-                drawn = rng.choice(len(data.quirks), prm.quirks_per_student, replace=False)
-                qs = tuple(data.quirks[i].id for i in drawn)
-            description = " ".join(v.description for v in values)
-            description += "".join(" " + data.quirk(q).description for q in qs)
-            students.append(
-                {
-                    "id": f"{roster.students}#{a}",
-                    "profile": "/".join(v.id for v in values),
-                    "name": f"{roster.students} student {a}",
-                    "description": description,
-                    "quirks": list(qs),
-                    "traits": [int(v) for v in combos[a]],
-                }
-            )
-            quirks.append(qs)
+        students, base, cue, quirks = _trait_students(data, roster, prm, rng)
     else:
         raise ValueError(f"roster {roster.id!r}: unknown student kind {roster.students!r}")
     taste = prm.taste_scale * (base + jitter)
     return students, taste, prm.cue_strength * cue * spread, quirks
+
+
+def _profile_students(
+    data: TutorSimData, roster: Roster, rng
+) -> tuple[list[dict], np.ndarray, np.ndarray, list[tuple[str, ...]]]:
+    """Arrivals drawn from the dev or held-out profiles (each profile as evenly as possible).
+
+    Returns:
+        ``(students, base taste (N, m), cue following (N,), quirks per arrival)``.
+    """
+    n = roster.arrivals
+    pool = data.profiles["dev" if roster.students == "dev-profiles" else "heldout"]
+    which = rng.permutation(np.resize(np.arange(len(pool)), n))
+    base = np.stack([pool[i].taste for i in which])
+    cue = np.array([pool[i].cue_following for i in which])
+    students: list[dict] = []
+    quirks: list[tuple[str, ...]] = []
+    for a, i in enumerate(which):
+        p = pool[i]
+        students.append(
+            {
+                "id": f"{p.id}#{a}",
+                "profile": p.id,
+                "name": p.name,
+                "description": p.description,
+                "quirks": list(p.quirks),
+            }
+        )
+        quirks.append(p.quirks)
+    return students, base, cue, quirks
+
+
+def _trait_students(
+    data: TutorSimData, roster: Roster, prm: TutorSimParams, rng
+) -> tuple[list[dict], np.ndarray, np.ndarray, list[tuple[str, ...]]]:
+    """Arrivals composed of one value per trait: distinct combinations (``composite``), or
+    independent draws plus random quirks (``quirky``).
+
+    Returns:
+        ``(students, base taste (N, m), cue following (N,), quirks per arrival)``.
+    """
+    n, kind = roster.arrivals, roster.students
+    sizes = [len(t.values) for t in data.traits]
+    if kind == "composite":
+        flat = rng.choice(int(np.prod(sizes)), size=n, replace=False)
+        combos = np.stack(np.unravel_index(flat, sizes), axis=1)
+    else:
+        combos = np.stack([rng.integers(s, size=n) for s in sizes], axis=1)
+    base = np.zeros((n, data.m))
+    cue = np.ones(n)
+    students: list[dict] = []
+    quirks: list[tuple[str, ...]] = []
+    for a in range(n):
+        values = [t.values[int(v)] for t, v in zip(data.traits, combos[a], strict=True)]
+        base[a] = prm.template_scale * (sum(v.taste for v in values) + data.shared_taste)
+        for v in values:
+            if v.cue_following is not None:
+                cue[a] = v.cue_following
+        qs: tuple[str, ...] = ()
+        if kind == "quirky":
+            drawn = rng.choice(len(data.quirks), prm.quirks_per_student, replace=False)
+            qs = tuple(data.quirks[i].id for i in drawn)
+        description = " ".join(v.description for v in values)
+        description += "".join(" " + data.quirk(q).description for q in qs)
+        students.append(
+            {
+                "id": f"{kind}#{a}",
+                "profile": "/".join(v.id for v in values),
+                "name": f"{kind} student {a}",
+                "description": description,
+                "quirks": list(qs),
+                "traits": [int(v) for v in combos[a]],
+            }
+        )
+        quirks.append(qs)
+    return students, base, cue, quirks
 
 
 def _isotropic_students(n: int, k: int, rng) -> tuple[list[dict], np.ndarray]:
@@ -231,93 +283,6 @@ def _record_permutations(students: list[dict], perms: np.ndarray) -> None:
     """Store each arrival's permutation ``perms (n, k)`` in its student record (in place)."""
     for a, student in enumerate(students):
         student["permutation"] = [int(x) for x in perms[a]]
-
-
-#: The four judge configurations of a pair ``(a, b)``, ``a < b``, in the order of the last axis
-#: of ``wins``/``total`` below: ``(a shown first?, a labelled "A"?)``. ``JUDGE_ORDER`` is +1 when
-#: ``a`` is displayed first, ``JUDGE_LABEL`` +1 when ``a`` carries the label ``A``.
-JUDGE_CONFIGS = ((True, True), (True, False), (False, True), (False, False))
-JUDGE_ORDER = np.array([1.0, 1.0, -1.0, -1.0])
-JUDGE_LABEL = np.array([1.0, -1.0, 1.0, -1.0])
-
-
-def smoothed_log_odds(wins: np.ndarray, total: np.ndarray | int) -> np.ndarray:
-    """Smoothed log-odds ``log((k + 0.5) / (n - k + 0.5))`` of ``k`` wins in ``n`` picks.
-
-    Args:
-        wins: Wins ``k`` of the first item, any shape.
-        total: Valid picks ``n`` (broadcast against ``wins``).
-
-    Returns:
-        Float array of ``wins``' shape; finite even for ``k = 0`` or ``k = n``.
-    """
-    return np.log((wins + 0.5) / (total + 0.5 - wins))
-
-
-def pair_matrix(p_pair: np.ndarray, k: int) -> np.ndarray:
-    """Click-probability matrices from the probabilities of the ``k(k-1)/2`` pairs.
-
-    Args:
-        p_pair: ``(..., k(k-1)/2)`` chance that ``a`` beats ``b`` for each pair ``a < b`` in
-            `pairs_of` order.
-        k: Number of items.
-
-    Returns:
-        ``(..., k, k)`` with ``P + P^T = 1`` and 0.5 on the diagonal.
-    """
-    pairs = pairs_of(k)
-    prob = np.full((*p_pair.shape[:-1], k, k), 0.5)
-    prob[..., pairs[:, 0], pairs[:, 1]] = p_pair
-    prob[..., pairs[:, 1], pairs[:, 0]] = 1.0 - p_pair
-    return prob
-
-
-def judge_probabilities(wins: np.ndarray, total: np.ndarray | int, k: int) -> np.ndarray:
-    """Aggregate judge picks into click probabilities (TutorSim and ``datagen`` share this).
-
-    For every pair the smoothed log-odds (`smoothed_log_odds`) of each judge
-    configuration (display order x label assignment) are averaged and mapped back through the
-    logistic function. Configurations without any valid pick (``total == 0``, e.g. every
-    sample malformed) are left out of the average; a pair with none at all gets 0.5.
-
-    Args:
-        wins: ``(..., k(k-1)/2, C)`` picks won by the lower-index item ``a`` of each pair
-            (`pairs_of` order) in each of ``C`` configurations.
-        total: Valid picks per configuration, an int or an array broadcastable to ``wins``.
-        k: Number of items.
-
-    Returns:
-        ``(..., k, k)`` click probabilities ``P[a, b]`` with ``P + P^T = 1``.
-    """
-    log_odds = smoothed_log_odds(wins, total)
-    total = np.broadcast_to(total, np.shape(wins))
-    if np.all(total > 0):
-        mean = log_odds.mean(axis=-1)
-    else:
-        seen = total > 0
-        count = seen.sum(axis=-1)
-        mean = np.where(seen, log_odds, 0.0).sum(axis=-1) / np.maximum(count, 1)
-    return pair_matrix(sigmoid(mean), k)
-
-
-def bt_utilities(prob: np.ndarray, *, ridge: float = 0.01, scale: float = 8.0) -> np.ndarray:
-    """Utilities in [0, 1] from click probabilities: ridge Bradley-Terry, common logit scale.
-
-    Fits per leading index BT scores to the pairwise probabilities
-    (`fit_bt_ridge`) and maps them to
-    ``U = clip(0.5 + (beta - mean beta) / scale, 0, 1)``.
-
-    Args:
-        prob: ``(..., K, K)`` click probabilities.
-        ridge: L2 penalty of the fit.
-        scale: Logits spanning the unit interval (8 in the paper).
-
-    Returns:
-        ``(..., K)`` utilities.
-    """
-    beta = fit_bt_ridge(prob, ridge=ridge)
-    return np.clip(0.5 + beta / scale, 0.0, 1.0)
-
 
 def _judge(v: np.ndarray, prm: TutorSimParams, rng) -> np.ndarray:
     """Click probabilities ``(N, S, K, K)`` from latent utilities ``(N, S, K)``."""
@@ -365,7 +330,68 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams | None = No
     kinds = np.array([q["_k"] for q in bank])[qidx]  # (N, S)
 
     fit = need @ data.persona_style.T  # (Q, K): how well each persona suits each question
-    urng = rng("students")
+    students, v = _latent_utilities(data, roster, prm, fit, qidx, kinds, rng("students"))
+    v = v + rng("utility-noise").normal(scale=prm.utility_noise, size=(n, s, k))
+
+    prob = _judge(v, prm, rng("judge"))
+    utility = bt_utilities(prob, ridge=prm.bt_ridge, scale=prm.bt_scale)
+
+    if roster.students == "scrambled":
+        perms = _scramble_permutations(n, k, rng("scramble"))
+        utility, prob = _relabel(utility, prob, perms)
+        _record_permutations(students, perms)
+
+    phi = np.concatenate([np.broadcast_to(np.eye(k), (n, s, k, k)), g[qidx][..., None]], axis=-1)
+    return World(
+        roster=roster.label,
+        seed=int(seed),
+        Phi=np.ascontiguousarray(phi),
+        U=utility,
+        P=prob,
+        u=rng("clicks").random((n, s)),
+        student_index=np.arange(n, dtype=np.int64),
+        question_index=qidx,
+        students=students,
+        questions=[{key: val for key, val in q.items() if not key.startswith("_")} for q in bank],
+        personas=_persona_table(data),
+        info={
+            "generator": "tutorsim",
+            "generator_version": roster.version,
+            "params": asdict(prm),
+            "style_dims": list(data.dims),
+        },
+    )
+
+
+def _persona_table(data: TutorSimData) -> list[dict]:
+    """The world's persona records: id, name and system prompt."""
+    return [
+        {"id": p["id"], "name": p.get("name", p["id"]), "prompt": p.get("prompt", "")}
+        for p in data.personas
+    ]
+
+
+def _latent_utilities(
+    data: TutorSimData,
+    roster: Roster,
+    prm: TutorSimParams,
+    fit: np.ndarray,
+    qidx: np.ndarray,
+    kinds: np.ndarray,
+    urng: np.random.Generator,
+) -> tuple[list[dict], np.ndarray]:
+    """The students and their latent utilities ``(N, S, K)`` before the per-round noise.
+
+    Args:
+        data: The TutorSim data.
+        roster: The roster (its student kind).
+        prm: Generative-model knobs.
+        fit: ``(Q, K)`` how well each persona's style meets each bank question's needs.
+        qidx: ``(N, S)`` bank question of every arrival and round.
+        kinds: ``(N, S)`` question kind of every arrival and round.
+        urng: The ``students`` stream (students first, then the persona offsets).
+    """
+    n, k = roster.arrivals, data.persona_style.shape[0]
     if roster.students == "isotropic":
         students, theta = _isotropic_students(n, k, urng)
         fit_std = (fit - fit.mean(axis=1, keepdims=True)) / fit.std()
@@ -376,49 +402,20 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams | None = No
         for a in range(n):
             if quirks[a]:
                 v[a] += prm.quirk_strength * _quirk_matrix(data, quirks[a], kinds[a])
-    v = v + urng.normal(scale=prm.persona_offset, size=(n, 1, k))
-    v = v + rng("utility-noise").normal(scale=prm.utility_noise, size=(n, s, k))
+    return students, v + urng.normal(scale=prm.persona_offset, size=(n, 1, k))
 
-    prob = _judge(v, prm, rng("judge"))
-    utility = bt_utilities(prob, ridge=prm.bt_ridge, scale=prm.bt_scale)
 
-    if roster.students == "scrambled":
-        perms = _scramble_permutations(n, k, rng("scramble"))
-        utility = np.take_along_axis(utility, perms[:, None, :], axis=2)
-        rows = perms[:, None, :, None]
-        cols = perms[:, None, None, :]
-        prob = prob[
-            np.arange(n)[:, None, None, None], np.arange(s)[None, :, None, None], rows, cols
-        ]
-        _record_permutations(students, perms)
-
-    phi = np.concatenate([np.broadcast_to(np.eye(k), (n, s, k, k)), g[qidx][..., None]], axis=-1)
-    uniforms = rng("clicks").random((n, s))
-    questions = [{key: val for key, val in q.items() if not key.startswith("_")} for q in bank]
-    personas = [
-        {"id": p["id"], "name": p.get("name", p["id"]), "prompt": p.get("prompt", "")}
-        for p in data.personas
-    ]
-    world = World(
-        roster=roster.label,
-        seed=int(seed),
-        Phi=np.ascontiguousarray(phi),
-        U=utility,
-        P=prob,
-        u=uniforms,
-        student_index=np.arange(n, dtype=np.int64),
-        question_index=qidx,
-        students=students,
-        questions=questions,
-        personas=personas,
-        info={
-            "generator": "tutorsim",
-            "generator_version": roster.version,
-            "params": asdict(prm),
-            "style_dims": list(data.dims),
-        },
-    )
-    return world
+def _relabel(
+    utility: np.ndarray, prob: np.ndarray, perms: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Utilities ``(N, S, K)`` and click probabilities ``(N, S, K, K)`` with each arrival's
+    personas permuted by its row of ``perms (N, K)`` (the scrambled control)."""
+    n, s = utility.shape[:2]
+    utility = np.take_along_axis(utility, perms[:, None, :], axis=2)
+    rows = perms[:, None, :, None]
+    cols = perms[:, None, None, :]
+    prob = prob[np.arange(n)[:, None, None, None], np.arange(s)[None, :, None, None], rows, cols]
+    return utility, prob
 
 
 def generate_students(

@@ -1,0 +1,443 @@
+"""Validating a table of battles: column checks, text cleaning, winner codes, counted skips.
+
+`validate_columns` turns the columns of a table (pandas Series or NumPy arrays) into
+`Battles`; every row it drops is counted under one of `SKIP_REASONS`, every row kept with a
+caveat under one of `NOTE_REASONS`. The public entry points are in `prefduel.ranking.battles`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from prefduel.ranking import _deps
+from prefduel.ranking.battle_schema import (
+    NOTE_REASONS,
+    SKIP_REASONS,
+    TIE,
+    WIN_A,
+    WIN_B,
+    Battles,
+    BattleSchema,
+)
+from prefduel.ranking.errors import BattleFormatError
+
+_AUTO_PROMPT_COLUMNS = ("conversation_a", "prompt")
+
+
+def check_columns(frame: Any, schema: BattleSchema, source: str) -> tuple[str | None, str | None]:
+    """Check the required columns; resolve the optional time and prompt columns.
+
+    Returns:
+        ``(time column, prompt column)``, each ``None`` when the table has none.
+
+    Raises:
+        BattleFormatError: naming the missing columns, the table's columns and the options.
+    """
+    have = [str(c) for c in frame.columns]
+    required = {
+        "--model-a-col": schema.model_a,
+        "--model-b-col": schema.model_b,
+        "--winner-col": schema.winner,
+        "--user-col": schema.user,
+    }
+    if schema.time is not None:
+        required["--time-col"] = schema.time
+    if schema.prompt is not None:
+        required["--prompt-col"] = schema.prompt
+    missing = [f"{col!r} ({flag})" for flag, col in required.items() if col not in frame.columns]
+    if missing:
+        shown = ", ".join(repr(c) for c in have[:40]) + (" ..." if len(have) > 40 else "")
+        raise BattleFormatError(
+            f"{source}: missing column(s) {', '.join(missing)}; the table has "
+            f"{len(have)} column(s): {shown or '(none)'}; name the right columns with the "
+            "options in parentheses"
+        )
+    time_col = (
+        schema.time
+        if schema.time is not None
+        else ("tstamp" if "tstamp" in frame.columns else None)
+    )
+    prompt_col = schema.prompt
+    if prompt_col is None:
+        prompt_col = next((c for c in _AUTO_PROMPT_COLUMNS if c in frame.columns), None)
+    return time_col, prompt_col
+
+
+def _as_text(value: Any, policy: str) -> tuple[str | None, bool]:
+    """``(text, had_bad_bytes)`` of a cell; ``None`` for missing (NaN, None, blank)."""
+    if value is None:
+        return None, False
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8").strip() or None, False
+        except UnicodeDecodeError:
+            if policy == "error":
+                raise
+            return bytes(value).decode("utf-8", errors="replace").strip() or None, True
+    if isinstance(value, float) and math.isnan(value):
+        return None, False
+    text = str(value).strip()
+    return text or None, False
+
+
+def _cleaned(uniques: Any, policy: str, what: str, source: str, codes: np.ndarray):
+    """Stripped text of each unique value (``None`` when blank) and a bad-bytes flag each."""
+    cleaned: list[str | None] = []
+    bad = np.zeros(len(uniques), dtype=bool)
+    for i, value in enumerate(uniques):
+        try:
+            text, was_bad = _as_text(value, policy)
+        except UnicodeDecodeError:
+            row = int(np.flatnonzero(codes == i)[0])
+            raise BattleFormatError(
+                f"{source}: {what} of data row {row + 1} is not valid UTF-8 ({bytes(value)[:40]!r}"
+                "); pass --encoding-errors replace or skip"
+            ) from None
+        cleaned.append(text)
+        bad[i] = was_bad
+    return cleaned, bad
+
+
+def _factor(
+    columns: Sequence[Any], policy: str, what: str, source: str
+) -> tuple[list[np.ndarray], list[str], list[np.ndarray]]:
+    """Codes of one or more columns into one sorted list of cleaned names.
+
+    Values are stripped; blank and missing values get code -1. Works on pandas Series (fast on
+    Arrow strings) and NumPy arrays alike.
+
+    Returns:
+        ``(codes per column, names, bad-bytes flag per row per column)``.
+    """
+    pd = _deps.pandas()
+    factored, texts = [], []
+    for col in columns:
+        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+        cleaned, bad = _cleaned(uniques, policy, what, source, codes)
+        factored.append((codes, cleaned, bad))
+        texts.extend(t for t in cleaned if t is not None)
+    names = sorted(set(texts))
+    index = {name: i for i, name in enumerate(names)}
+    out_codes, out_bad = [], []
+    for codes, cleaned, bad in factored:
+        remap = np.array([index[t] if t is not None else -1 for t in cleaned] + [-1], np.int64)
+        out_codes.append(remap[codes])  # code -1 (missing) picks the trailing -1
+        out_bad.append(np.concatenate([bad, [False]])[codes])
+    return out_codes, names, out_bad
+
+
+def _winner_codes(values: Any, schema: BattleSchema) -> tuple[np.ndarray, dict[str, int]]:
+    """Outcome per row (-1 missing, -2 unknown label) and the unknown labels with counts."""
+    pd = _deps.pandas()
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    table = {lab: WIN_A for lab in schema.label_a}
+    table.update({lab: WIN_B for lab in schema.label_b})
+    table.update({lab: TIE for lab in schema.label_tie})
+    outcome_of_unique = np.empty(len(uniques) + 1)
+    unknown: dict[str, int] = {}
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    for i, value in enumerate(uniques):
+        text, _ = _as_text(value, "replace")
+        if text is None:
+            outcome_of_unique[i] = -1.0  # missing
+        elif text in table:
+            outcome_of_unique[i] = table[text]
+        else:
+            outcome_of_unique[i] = -2.0  # unknown
+            unknown[text] = unknown.get(text, 0) + int(counts[i])
+    outcome_of_unique[-1] = -1.0
+    return outcome_of_unique[codes], unknown
+
+
+def validate_columns(
+    columns: dict[str, Any],
+    n_rows: int,
+    schema: BattleSchema,
+    time_col: str | None,
+    prompt_col: str | None,
+    source: str,
+    policy: str,
+    counts: dict[str, int],
+) -> Battles:
+    """Validate columns (Series or arrays of ``n_rows``); see `battles_from_frame`.
+
+    Args:
+        columns: Column name -> ``(n_rows,)`` values; the schema's user column may be ``None``
+            (every battle then belongs to one user ``"all"``).
+        n_rows: Rows of the table.
+        schema: Column names and winner labels.
+        time_col: Column of the timestamps, or ``None``.
+        prompt_col: Column of the prompts, or ``None``.
+        source: Name used in messages.
+        policy: Undecodable bytes: ``"error"``, ``"replace"`` or ``"skip"``.
+        counts: Skips and notes counted while reading the file (merged in).
+
+    Returns:
+        The kept battles in time order (stable), models and users re-indexed on them.
+    """
+    skips = {k: int(counts.get(k, 0)) for k in SKIP_REASONS}
+    notes = {k: int(counts.get(k, 0)) for k in NOTE_REASONS}
+    n_read = n_rows + skips["non_utf8"]
+    if n_rows == 0:
+        raise BattleFormatError(f"{source}: no battles (the table has no rows)")
+    coded = _code_rows(columns, n_rows, schema, policy, source)
+    keep = _usable_rows(coded, schema, policy, source, skips, notes)
+    if not keep.any():
+        detail = ", ".join(f"{k}: {v}" for k, v in skips.items() if v)
+        raise BattleFormatError(f"{source}: no usable battle among {n_read} rows ({detail})")
+
+    rows = np.flatnonzero(keep)
+    time = None
+    if time_col is not None:
+        rows, time = _in_time_order(columns[time_col], rows, time_col, source, notes)
+    prompts = None
+    if prompt_col is not None:
+        prompts = _prompts(columns[prompt_col], rows, policy, source, notes)
+    models, model_of, users, user_of = _used_only(coded, rows)
+    return Battles(
+        models=models,
+        users=users,
+        a=model_of[coded.a[rows]],
+        b=model_of[coded.b[rows]],
+        outcome=np.asarray(coded.outcome[rows], dtype=float),
+        user=user_of[coded.user[rows]],
+        time=time,
+        prompts=prompts,
+        skips=skips,
+        notes=notes,
+        n_rows=n_read,
+        source=source,
+        schema=schema,
+    )
+
+
+@dataclass(frozen=True)
+class _CodedRows:
+    """Every row of the table as codes, before any row is dropped (``n_rows`` rows).
+
+    Attributes:
+        a: ``(n_rows,)`` index of ``model_a`` in ``models``; -1 when blank or missing.
+        b: ``(n_rows,)`` index of ``model_b``; -1 when blank or missing.
+        models: Sorted cleaned model names of both columns.
+        user: ``(n_rows,)`` index into ``users``; -1 when blank or missing.
+        users: Sorted cleaned user ids.
+        outcome: ``(n_rows,)`` outcome code; -1 missing winner, -2 unknown label.
+        unknown: Unknown winner labels with their row counts.
+        bad_bytes: ``(n_rows,)`` a model name or user id had undecodable bytes.
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    models: list[str]
+    user: np.ndarray
+    users: list[str]
+    outcome: np.ndarray
+    unknown: dict[str, int]
+    bad_bytes: np.ndarray
+
+
+def _code_rows(
+    columns: dict[str, Any], n_rows: int, schema: BattleSchema, policy: str, source: str
+) -> _CodedRows:
+    """Factor the model, user and winner columns into codes (see `_CodedRows`)."""
+    (a, b), models, (bad_a, bad_b) = _factor(
+        [columns[schema.model_a], columns[schema.model_b]], policy, "a model name", source
+    )
+    if columns.get(schema.user) is None:  # battles_from_arrays without users
+        user, users, bad_user = np.zeros(n_rows, np.int64), ["all"], np.zeros(n_rows, bool)
+    else:
+        (user,), users, (bad_user,) = _factor([columns[schema.user]], policy, "the user id", source)
+    outcome, unknown = _winner_codes(columns[schema.winner], schema)
+    return _CodedRows(a, b, models, user, users, outcome, unknown, bad_a | bad_b | bad_user)
+
+
+def _usable_rows(
+    coded: _CodedRows,
+    schema: BattleSchema,
+    policy: str,
+    source: str,
+    skips: dict[str, int],
+    notes: dict[str, int],
+) -> np.ndarray:
+    """``(n_rows,)`` mask of the rows kept; each dropped row counted once in ``skips``, under
+    the first reason of `SKIP_REASONS` that applies (``skips`` and ``notes`` are updated).
+
+    Raises:
+        BattleFormatError: unknown winner labels while ``schema.unknown_winner == "error"``.
+    """
+    a, b, outcome = coded.a, coded.b, coded.outcome
+    keep = np.ones(a.shape[0], dtype=bool)
+    if policy == "skip":
+        skips["non_utf8"] += int(coded.bad_bytes.sum())
+        keep &= ~coded.bad_bytes
+    else:
+        notes["non_utf8_repaired"] += int(coded.bad_bytes.sum())
+
+    def drop(reason: str, mask: np.ndarray) -> None:
+        hit = keep & mask
+        skips[reason] += int(hit.sum())
+        keep[hit] = False
+
+    drop("missing_model", (a < 0) | (b < 0))
+    drop("missing_winner", outcome == -1.0)
+    unknown_rows = keep & (outcome == -2.0)
+    if unknown_rows.any():
+        if schema.unknown_winner == "error":
+            raise _unknown_winner_error(coded.unknown, unknown_rows, schema, source)
+        drop("unknown_winner", outcome == -2.0)
+    drop("self_battle", a == b)
+    drop("empty_user", coded.user < 0)
+    return keep
+
+
+def _unknown_winner_error(
+    unknown: dict[str, int], rows: np.ndarray, schema: BattleSchema, source: str
+) -> BattleFormatError:
+    """The error naming the unknown labels, the first such row and the options."""
+    first = int(np.flatnonzero(rows)[0])
+    labels = ", ".join(f"{k!r} ({v} rows)" for k, v in sorted(unknown.items()))
+    expected = [*schema.label_a, *schema.label_b, *schema.label_tie]
+    return BattleFormatError(
+        f"{source}: unknown winner label(s) in column {schema.winner!r}: {labels}; "
+        f"first at data row {first + 1}; expected one of {expected} (set them with "
+        "--winner-labels A,B[,TIE...], or pass --unknown-winner skip to drop and count "
+        "those rows)"
+    )
+
+
+def _used_only(
+    coded: _CodedRows, rows: np.ndarray
+) -> tuple[tuple[str, ...], np.ndarray, tuple[str, ...], np.ndarray]:
+    """Models and users of the kept ``rows`` only, so that nothing unseen is listed.
+
+    Returns:
+        ``(models, model map, users, user map)``: each map takes an old code to the new one
+        (-1 for names no kept row uses).
+    """
+    a, b, user = coded.a[rows], coded.b[rows], coded.user[rows]
+    n_models, n_users = len(coded.models), len(coded.users)
+    used_models = np.flatnonzero(
+        np.bincount(a, minlength=n_models) + np.bincount(b, minlength=n_models)
+    )
+    model_map = np.full(n_models, -1, dtype=np.int64)
+    model_map[used_models] = np.arange(used_models.size)
+    used_users = np.flatnonzero(np.bincount(user, minlength=n_users))
+    user_map = np.full(n_users, -1, dtype=np.int64)
+    user_map[used_users] = np.arange(used_users.size)
+    models = tuple(coded.models[i] for i in used_models)
+    return models, model_map, tuple(coded.users[i] for i in used_users), user_map
+
+
+def _take(column: Any, rows: np.ndarray) -> Any:
+    """``column[rows]`` as a pandas Series (column: Series or array)."""
+    pd = _deps.pandas()
+    if isinstance(column, pd.Series):
+        return column.iloc[rows].reset_index(drop=True)
+    return pd.Series(np.asarray(column)[rows])
+
+
+def _in_time_order(
+    values: Any, rows: np.ndarray, column: str, source: str, notes: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kept ``rows`` sorted by time (stable; rows without a time last) and their times,
+    both ``(n,)``; rows without a time are counted in ``notes["missing_time"]``."""
+    time = _times(values, rows, column, source)
+    notes["missing_time"] += int(np.isnan(time).sum())
+    order = np.argsort(np.where(np.isnan(time), np.inf, time), kind="stable")
+    return rows[order], time[order]
+
+
+def _times(values: Any, rows: np.ndarray, column: str, source: str) -> np.ndarray:
+    """Timestamps in seconds of the kept rows (NaN where missing)."""
+    pd = _deps.pandas()
+    raw = _take(values, rows)
+    numeric = pd.to_numeric(raw, errors="coerce")
+    values = np.array(numeric, dtype=float)  # a writable copy
+    present = np.asarray(raw.notna()) & np.asarray(
+        raw.map(lambda v: not (isinstance(v, str) and not v.strip()))
+    )
+    unparsed = present & np.isnan(values)
+    if unparsed.any():
+        dates = pd.to_datetime(raw[unparsed], errors="coerce", utc=True, format="mixed")
+        seconds = (dates - pd.Timestamp("1970-01-01", tz="UTC")) / pd.Timedelta(seconds=1)
+        values[unparsed] = np.asarray(seconds, dtype=float)
+        still = present & np.isnan(values)
+        if still.any():
+            first = int(np.flatnonzero(still)[0])
+            raise BattleFormatError(
+                f"{source}: timestamp {raw.iloc[first]!r} in column {column!r} (data row "
+                f"{int(rows[first]) + 1}) is neither a number nor a date; fix it, or name another "
+                "column with --time-col"
+            )
+    return values
+
+
+def first_user_turn(value: Any) -> Any:
+    """The prompt of an Arena conversation: the content of its first user turn.
+
+    Accepts a list (or array) of ``{"role", "content"}`` turns, its JSON string, or plain text
+    (returned as is). Content given as a list of parts (``{"type": "text", "text": ...}``) is
+    joined.
+    """
+    if isinstance(value, str):
+        stripped = value.lstrip()
+        if not stripped.startswith("["):
+            return value
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError:
+            return value
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        turns = [t for t in value if isinstance(t, dict)]
+        for turn in turns:
+            if str(turn.get("role", "")).lower() in ("user", "human"):
+                return _content_text(turn.get("content"))
+        return _content_text(turns[0].get("content")) if turns else None
+    return value
+
+
+def _content_text(content: Any) -> Any:
+    if isinstance(content, np.ndarray):
+        content = content.tolist()
+    if isinstance(content, list):
+        parts = [
+            p.get("text", "") if isinstance(p, dict) else str(p)
+            for p in content
+            if not isinstance(p, dict) or p.get("type", "text") == "text"
+        ]
+        return "\n".join(x for x in parts if x)
+    return content
+
+
+def _prompts(
+    column: Any, rows: np.ndarray, policy: str, source: str, notes: dict[str, int]
+) -> np.ndarray:
+    """Prompt texts of the kept rows, ``(n,)`` (``""`` where missing); the rows without a
+    prompt and those with repaired bytes are counted in ``notes``."""
+    values = _take(column, rows).tolist()
+    out = np.empty(len(values), dtype=object)
+    missing = bad_count = 0
+    for i, value in enumerate(values):
+        try:
+            text, bad = _as_text(first_user_turn(value), policy)
+        except UnicodeDecodeError:
+            raise BattleFormatError(
+                f"{source}: the prompt of data row {int(rows[i]) + 1} is not valid UTF-8; pass "
+                "--encoding-errors replace"
+            ) from None
+        bad_count += bad
+        if text is None:
+            missing += 1
+            text = ""
+        out[i] = text
+    notes["missing_prompt"] += missing
+    notes["non_utf8_repaired"] += bad_count
+    return out
