@@ -25,7 +25,7 @@ LIBRARY_ONLY = (
     "sklearn",
     "matplotlib",
     "prefduel.runner.cell",
-    "prefduel.pages.replay.replay_trajectory",
+    "prefduel.runner.trajectories.replay_trajectory",
 )
 
 CLI_ROOT = Path(importlib.import_module("prefduel.cli").__file__).parent

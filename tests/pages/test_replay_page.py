@@ -187,7 +187,7 @@ def test_cli_replay_missing_file_and_locked_roster(tmp_path: Path, capsys):
 def test_a_row_with_an_edited_total_is_refused(tmp_path, field):
     """Replay checked only the per-arrival values, so an edited R/excess/score passed."""
     from pb_toys import make_world
-    from prefduel.pages.replay import check_trajectory
+    from prefduel.runner.trajectories import check_trajectory
 
     world = make_world(0)
     row = run_cell(world, "random", keep_trajectory=True)

@@ -13,7 +13,6 @@ from prefduel import __version__
 from prefduel.core.errors import ResultsFileError, SpecError, UnknownIdError
 from prefduel.policies.loading import resolve_spec
 from prefduel.runner import run_cell
-from prefduel.runner.store import ResultsStore
 from prefduel.runner.sweep import labelled_world, sweep
 from prefduel.runner.trajectories import (
     CellClicks,
@@ -64,23 +63,6 @@ def test_replay_reproduces_the_cell_that_was_run(toy_run, seed, policy):
         got, want = getattr(clicks.trajectory, name), getattr(fresh, name)
         assert got.shape == (12, 24)
         np.testing.assert_array_equal(got, want)
-
-
-def test_the_clicks_give_the_same_battles_as_the_page_replay(toy_run):
-    """The ranking of ``--from-run`` sees exactly the battles it saw before the move."""
-    pytest.importorskip("pandas")
-    from prefduel.pages.replay import find_row as page_find_row
-    from prefduel.pages.replay import replay_trajectory as page_replay_trajectory
-    from prefduel.ranking import trajectory_battles
-
-    path, results = toy_run
-    world = labelled_world(path, 0)
-    row = page_find_row(ResultsStore(results, repair=False).rows(), path, 0, "random")
-    before = trajectory_battles(world, page_replay_trajectory(world, row), policy="random")
-    clicks = replay_cell(find_cell(results, path, 0, "random"))
-    after = trajectory_battles(clicks.world, clicks.trajectory, policy=clicks.policy)
-    assert len(after) == 12 * 24
-    assert after.equals(before)
 
 
 def test_any_spelling_of_world_and_policy_finds_the_cell(toy_run):

@@ -18,14 +18,12 @@ from prefduel.pages.play import (
     session_baselines,
     session_score,
 )
-from prefduel.pages.replay import (
+from prefduel.pages.replay import replay_data, replay_page, replay_widget
+from prefduel.runner.trajectories import (
     check_trajectory,
     find_row,
     load_rows,
-    replay_data,
-    replay_page,
     replay_trajectory,
-    replay_widget,
 )
 
 __all__ = [

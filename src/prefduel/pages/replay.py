@@ -11,15 +11,10 @@ The page's CSS, JavaScript, HTML template and icons are in `prefduel.pages._repl
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from prefduel import __version__
-from prefduel.core.errors import ResultsFileError
 from prefduel.core.regret import floor_regret, pair_regret, random_regret
 from prefduel.pages._html import (
     BASE_CSS,
@@ -34,8 +29,8 @@ from prefduel.pages._html import (
     student_card,
 )
 from prefduel.pages._replay_assets import ICONS, REPLAY_CSS, REPLAY_HTML, REPLAY_JS
-from prefduel.runner.cell import Trajectory, run_cell, summarize
-from prefduel.runner.store import ResultsStore
+from prefduel.runner.cell import Trajectory
+from prefduel.runner.trajectories import check_trajectory
 from prefduel.stats.paired import centered_moving_mean
 from prefduel.worlds.world import World
 
@@ -45,127 +40,6 @@ WINDOW = 25
 
 def _rounded(values: np.ndarray) -> list[float]:
     return [round(float(x), 6) for x in values]
-
-
-def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a results file, read-only.
-
-    Raises:
-        ResultsFileError: the file does not exist or has a corrupt line.
-    """
-    if not os.path.isfile(path):
-        raise ResultsFileError(f"results file {path} does not exist")
-    return ResultsStore(path, repair=False).rows()
-
-
-def find_row(rows: list[dict[str, Any]], world: str, seed: int, policy: str) -> dict[str, Any]:
-    """The policy row of ``(world, seed, policy)`` (``policy`` in canonical form).
-
-    Raises:
-        ResultsFileError: no such row; the message lists what the file has for that world.
-    """
-    for row in rows:
-        if (
-            row.get("kind") == "policy"
-            and row.get("world") == world
-            and row.get("seed") == seed
-            and row.get("policy") == policy
-        ):
-            return row
-    same_world = [r for r in rows if r.get("kind") == "policy" and r.get("world") == world]
-    if not same_world:
-        worlds = sorted({str(r.get("world")) for r in rows if r.get("kind") == "policy"})
-        have = f"it has policy rows for worlds: {', '.join(worlds)}" if worlds else "it is empty"
-        raise ResultsFileError(f"no row for world {world!r} in the results file ({have})")
-    policies = sorted({str(r.get("policy")) for r in same_world if r.get("seed") == seed})
-    seeds = sorted({r.get("seed") for r in same_world if r.get("policy") == policy})
-    hint = []
-    if policies:
-        hint.append(f"policies with seed {seed}: {', '.join(policies)}")
-    if seeds:
-        hint.append(f"seeds with policy {policy!r}: {', '.join(map(str, seeds))}")
-    raise ResultsFileError(
-        f"no row for world {world!r}, seed {seed}, policy {policy!r} in the results file"
-        + (f" ({'; '.join(hint)})" if hint else "")
-    )
-
-
-def check_trajectory(world: World, row: dict[str, Any], trajectory: Trajectory) -> None:
-    """Check that ``trajectory`` reproduces every score field of the row (per arrival, per
-    round and the totals ``R``, ``G``, ``R_rand``, ``excess``, ``score``).
-
-    Raises:
-        ResultsFileError: shapes differ or the excess regrets do not match (the message names the
-            first differing arrival and the version that wrote the row).
-    """
-    stored = row.get("excess_per_arrival")
-    shape = (world.N, world.S)
-    if trajectory.first.shape != shape or trajectory.second.shape != shape:
-        raise ResultsFileError(
-            f"trajectory has shape {trajectory.first.shape}, the world needs {shape}"
-        )
-    if not isinstance(stored, list) or len(stored) != world.N:
-        got = len(stored) if isinstance(stored, list) else type(stored).__name__
-        raise ResultsFileError(
-            f"the row's excess_per_arrival has {got} entries, the world has {world.N} arrivals "
-            "(is it a row of another world?)"
-        )
-    recomputed = summarize(world, trajectory.first, trajectory.second)
-    mismatch = _first_mismatch(row, recomputed)
-    if mismatch is not None:
-        version = row.get("version", "unknown")
-        why = (
-            f"the row was written by prefduel {version}, this is {__version__}"
-            if version != __version__
-            else "same package version, so the world or the policy code has changed"
-        )
-        raise ResultsFileError(
-            f"re-running policy {row.get('policy')!r} on world {row.get('world')!r}, seed "
-            f"{row.get('seed')} does not reproduce the stored row ({mismatch}; {why}); refusing "
-            "to draw a page that would not show what that run did"
-        )
-
-
-def _first_mismatch(row: dict[str, Any], recomputed: dict[str, Any]) -> str | None:
-    """The first score field of ``row`` that the re-run does not reproduce, described; None
-    when every one matches (to 1e-6)."""
-    for name in ("excess_per_arrival", "excess_per_round", "R", "G", "R_rand", "excess", "score"):
-        want = np.asarray(recomputed[name], dtype=float)
-        try:
-            got = np.asarray(row.get(name), dtype=float)
-        except (TypeError, ValueError):
-            return f"{name} is {row.get(name)!r}"
-        if got.shape != want.shape:
-            return f"{name} has shape {got.shape}, the re-run {want.shape}"
-        close = np.isclose(got, want, rtol=1e-6, atol=1e-6)
-        if not close.all():
-            if want.ndim == 0:
-                return f"{name}: stored {float(got):.6f}, recomputed {float(want):.6f}"
-            bad = int(np.flatnonzero(~close)[0])
-            what = "arrival" if name == "excess_per_arrival" else "round"
-            return (
-                f"{name} of {what} {bad}: stored {got[bad]:.6f}, recomputed {want[bad]:.6f}"
-            )
-    return None
-
-
-def replay_trajectory(
-    world: World, row: dict[str, Any], *, on_arrival: Callable[[int], None] | None = None
-) -> Trajectory:
-    """Recompute the pairs and clicks behind a result row by re-running its cell.
-
-    Args:
-        world: The row's world, with the row's name and seed.
-        row: A policy row (``policy`` is the spec that is run again).
-        on_arrival: Called as each arrival of the re-run ends (progress).
-
-    Raises:
-        ResultsFileError: the re-run does not reproduce the row (see `check_trajectory`).
-    """
-    fresh = run_cell(world, str(row["policy"]), keep_trajectory=True, on_arrival=on_arrival)
-    trajectory = fresh["trajectory"]
-    check_trajectory(world, row, trajectory)
-    return trajectory
 
 
 def replay_data(
