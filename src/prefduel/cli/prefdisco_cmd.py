@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,13 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         "discovery recall. Without --config it runs offline on the scripted backend.",
     )
     actions = parser.add_subparsers(dest="prefdisco_action", required=True, metavar="ACTION")
+    _add_generate(actions)
+    _add_run(actions)
+    _add_report(actions)
+    return {"prefdisco": cmd_prefdisco}
 
+
+def _add_generate(actions: Any) -> None:
     gen = actions.add_parser(
         "generate",
         help="personas, tasks, hidden preferences and rubrics into DIR",
@@ -80,6 +85,8 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     gen.add_argument("--model", default=None, help="model for --enrich / --refine-rubrics")
     add_llm_arguments(gen)
 
+
+def _add_run(actions: Any) -> None:
     run = actions.add_parser(
         "run",
         help="run and score every episode (resumable)",
@@ -102,6 +109,8 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_llm_arguments(run)
 
+
+def _add_report(actions: Any) -> None:
     rep = actions.add_parser(
         "report",
         help="Markdown, HTML and JSON report of a run",
@@ -118,7 +127,6 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         "--bootstrap", type=non_negative_int, default=None, help="bootstrap replicates"
     )
     rep.add_argument("--min-gap", type=positive_float, default=None, help="NormAlign guard")
-    return {"prefdisco": cmd_prefdisco}
 
 
 def cmd_prefdisco(args: argparse.Namespace, out: Any) -> int:
@@ -141,32 +149,10 @@ def _task_sources(specs: list[str], limit: int | None) -> tuple[Any, ...]:
     return tuple(sources)
 
 
-def _money(amount: float) -> str:
-    return f"{amount:,.4f}" if amount == 0 or amount >= 0.01 else f"{amount:.6f}"
-
-
-def _calls(stats: dict[str, Any]) -> str:
-    if not stats:
-        return "LLM calls: none"
-    return (
-        f"LLM calls: {stats['requests']:,} requests, {stats['hits']:,} from the cache, "
-        f"{stats['answered']:,} answered, {stats['failed']:,} failed, {stats['retries']:,} "
-        f"retries; {stats['prompt_tokens']:,} + {stats['completion_tokens']:,} tokens; cost "
-        f"{_money(stats['cost'])} {stats['currency']}"
-    )
-
-
-def cmd_generate(args: argparse.Namespace, out: Any) -> int:
-    """Write the dataset folder."""
+def _generate_config(args: argparse.Namespace) -> Any:
+    """The config file (or the demo) with the flags of ``generate`` applied."""
     from prefduel.prefdisco.config import load_config
     from prefduel.prefdisco.errors import ConfigError
-    from prefduel.prefdisco.pipeline import (
-        clients_from_config,
-        default_handlers,
-        generate_dataset,
-        load_task_sources,
-    )
-    from prefduel.prefdisco.taxonomy import load_taxonomy
 
     config = load_config(args.config)
     overrides: dict[str, Any] = {
@@ -191,16 +177,17 @@ def cmd_generate(args: argparse.Namespace, out: Any) -> int:
         generate = dataclasses.replace(config.generate, **overrides)
     except (ConfigError, ValueError) as exc:
         raise ConfigError(f"generate: {exc}") from None
-    config = dataclasses.replace(config, generate=generate, llm=config_from_args(args, config.llm))
-    clients = None
-    if generate.enrich or generate.refine_rubrics:
-        handlers = default_handlers(load_taxonomy(generate.taxonomy), load_task_sources(generate))
-        clients = clients_from_config(config, args.folder, handlers=handlers, groups=("generate",))
-    try:
-        summary = generate_dataset(config, args.folder, clients)
-    finally:
-        if clients is not None:
-            clients.close()
+    return dataclasses.replace(config, generate=generate, llm=config_from_args(args, config.llm))
+
+
+def cmd_generate(args: argparse.Namespace, out: Any) -> int:
+    """Write the dataset folder."""
+    from prefduel.prefdisco.pipeline import generate_from_config
+    from prefduel.prefdisco.study import calls_line
+
+    config = _generate_config(args)
+    generate = config.generate
+    summary = generate_from_config(config, args.folder)
     out.write(
         f"wrote {summary.folder}: {summary.personas} personas "
         f"({summary.sampling['implausible']} implausible and {summary.sampling['too_similar']} "
@@ -217,8 +204,8 @@ def cmd_generate(args: argparse.Namespace, out: Any) -> int:
             f"rubrics refined by {generate.model}: {summary.refined} kept, {summary.rejected} "
             "rejected by validation (templates kept)\n"
         )
-    if clients is not None:
-        out.write(_calls(dict(summary.stats)) + "\n")
+    if generate.enrich or generate.refine_rubrics:
+        out.write(calls_line(summary.stats) + "\n")
     out.write(f"next: prefduel prefdisco run {summary.folder}\n")
     return 0
 
@@ -246,68 +233,38 @@ def _run_config(args: argparse.Namespace, dataset: Any) -> Any:
     return dataclasses.replace(config, run=run, llm=config_from_args(args, config.llm))
 
 
+def _estimate_text(estimate: dict[str, Any]) -> str:
+    from prefduel.prefdisco.study import money
+
+    unpriced = estimate["unpriced"]
+    return (
+        f"{estimate['episodes']} episodes, {estimate['to_run']} to run "
+        f"({estimate['scored']} already scored); at most {estimate['max_calls']:,} calls; "
+        f"estimated cost if none are cached: {money(estimate['cost'])} "
+        f"{estimate['currency']}"
+        + (f" (no price for {', '.join(unpriced)})" if unpriced else "")
+        + "\n"
+    )
+
+
 def cmd_run(args: argparse.Namespace, out: Any) -> int:
     """Run and score every episode; print counts and costs."""
-    from tqdm import tqdm
-
-    from prefduel.prefdisco.pipeline import (
-        clients_from_config,
-        default_handlers,
-        estimate_run,
-        load_dataset,
-        run_study,
-    )
+    from prefduel.prefdisco.pipeline import estimate_run, load_dataset, run_from_config
+    from prefduel.prefdisco.study import calls_line
 
     dataset = load_dataset(args.folder)
     config = _run_config(args, dataset)
     folder = Path(args.out or args.folder)
     if args.dry_run:
-        estimate = estimate_run(dataset, config, folder)
-        out.write(
-            f"{estimate['episodes']} episodes, {estimate['to_run']} to run "
-            f"({estimate['scored']} already scored); at most {estimate['max_calls']:,} calls; "
-            f"estimated cost if none are cached: {_money(estimate['cost'])} "
-            f"{estimate['currency']}"
-            + (f" (no price for {', '.join(estimate['unpriced'])})" if estimate["unpriced"] else "")
-            + "\n"
-        )
+        out.write(_estimate_text(estimate_run(dataset, config, folder)))
         return 0
-    handlers = default_handlers(dataset.taxonomy, list(dataset.tasks.values()))
-    groups = ("model", "judge", "user") if config.run.router == "llm" else ("model", "judge")
-    clients = clients_from_config(config, folder, handlers=handlers, groups=groups)
-    bars: list[Any] = []  # made at the first episode: nothing to run (or an error) shows none
-
-    def progress(done: int, total: int) -> None:
-        if not bars:
-            bars.append(
-                tqdm(
-                    total=total,
-                    unit="episode",
-                    desc="prefdisco",
-                    file=sys.stderr,
-                    disable=args.no_progress,
-                    dynamic_ncols=True,
-                )
-            )
-        bar = bars[0]
-        if bar.total != total:
-            bar.total = total
-        bar.update(done - bar.n)
-        stats = clients.stats()
-        bar.set_postfix(cost=_money(stats["cost"]), calls=stats["answered"], refresh=False)
-
-    try:
-        summary = run_study(dataset, config.run, clients, folder, progress=progress)
-    finally:
-        for bar in bars:
-            bar.close()
-        clients.close()
+    summary = run_from_config(dataset, config, folder, progress=not args.no_progress)
     out.write(
         f"{summary.folder}: {summary.episodes} episodes ({summary.reused} already scored, "
         f"{summary.ran} run now, {len(summary.failed)} failed); {summary.missing_scores} "
         "judgements missing (recorded, not filled in)\n"
     )
-    out.write(_calls(dict(summary.stats)) + "\n")
+    out.write(calls_line(summary.stats) + "\n")
     if summary.failed:
         for episode, error in summary.failed[:5]:
             out.write(f"  failed: {episode}: {error}\n")

@@ -34,6 +34,7 @@ from prefduel.core.rng import stream
 from prefduel.datagen.config import DatagenConfig, Persona, Student
 from prefduel.datagen.prompts import LABELS
 from prefduel.llm.request import LLMRequest
+from prefduel.worlds.tutorsim import JUDGE_CONFIGS
 
 
 @dataclass(frozen=True)
@@ -269,9 +270,23 @@ class RequestBuilder:
         return self._request("judge", system, user, sample)
 
 
+def judge_order(a: int, b: int, condition: int) -> tuple[int, int, str]:
+    """How judge condition ``condition`` (an index of TutorSim's ``JUDGE_CONFIGS``: display
+    order x label assignment) shows the pair of personas ``a < b``.
+
+    Returns:
+        ``(first, second, first_label)``: the persona shown first, the one shown second, and
+        the label of the first (``"A"`` or ``"B"``).
+    """
+    a_first, a_label_a = JUDGE_CONFIGS[condition]
+    first, second = (a, b) if a_first else (b, a)
+    return first, second, LABELS[0] if a_first == a_label_a else LABELS[1]
+
+
 __all__ = [
     "QuestionSpec",
     "RequestBuilder",
+    "judge_order",
     "question_bank",
     "rater_example",
     "scripted_model_name",

@@ -10,7 +10,9 @@ is requested with the same system prompt and template; only the information bloc
 * ``oracle``: the full hidden profile (attribute, value, importance) as the information.
 
 Every request is a pure function of the dataset, the settings and earlier answers, so a re-run
-sends the same requests, and the LLM cache answers those already paid for (resume).
+sends the same requests, and the LLM cache answers those already paid for (resume). Each turn
+goes through the stage engine (`prefduel.llm.stages.ask`), one call at a time: the next
+request needs the reply.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefduel.llm.request import Completer, LLMRequest
+from prefduel.llm.stages import Stage, ask
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.config import CONDITIONS, RunConfig
 from prefduel.prefdisco.errors import DatasetError, EpisodeError
@@ -212,11 +215,15 @@ async def run_episode(key: EpisodeKey, context: EpisodeContext) -> Transcript:
     return await _run(key, task, profile, context)
 
 
+#: The model under test's turns (ask, answer): the item is the request; every reply is usable.
+MODEL_TURN: Stage[LLMRequest] = Stage("model", request=lambda request, previous: request)
+
+
 async def _complete(client: Completer, request: LLMRequest, key: EpisodeKey) -> str:
-    response = await client.complete(request)
-    if not response.ok:
-        raise EpisodeError(f"episode {key.id}: {request.role} call failed: {response.error}")
-    return response.text or ""
+    outcome = await ask(MODEL_TURN, request, client)
+    if outcome.failed:
+        raise EpisodeError(f"episode {key.id}: {request.role} call failed: {outcome.error}")
+    return str(outcome.value)
 
 
 async def _run(

@@ -3,7 +3,8 @@
 For each attribute of the hidden profile, the judge (role ``"judge"``) sees the question, the
 response, the attribute, the user's value and its rubric, never the condition or the model.
 A reply must be ``SCORE: n`` with n in 1..5; otherwise the request is repeated with the reply
-shown back and the format restated, up to ``judge_attempts`` times. A judgement that never
+shown back and the format restated, up to ``judge_attempts`` times (the stages `judge_stage`
+and `grader_stage`, run by the stage engine, `prefduel.llm.stages`). A judgement that never
 parses is recorded as missing (``None``) with an error, and PrefAlign of that episode is then
 missing too: it is never filled in with 1.
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefduel.llm.request import Completer, LLMRequest
+from prefduel.llm.stages import MALFORMED, Outcome, Stage, ask
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.config import RunConfig
 from prefduel.prefdisco.episodes import Transcript
@@ -179,11 +181,34 @@ def grader_request(
     )
 
 
-async def _ask(client: Completer, request: LLMRequest, what: str) -> str:
-    response = await client.complete(request)
-    if not response.ok:
-        raise EpisodeError(f"{what}: {request.role} call failed: {response.error}")
-    return response.text or ""
+def judge_stage(task: Task, response: str, context: JudgeContext) -> Stage[Rubric]:
+    """Judging ``response`` on one rubric: ``SCORE: n`` (1-5) or asked again, the unparsable
+    replies shown back, up to ``judge_attempts`` requests."""
+    return Stage(
+        "judge",
+        request=lambda rubric, previous: judge_request(
+            task, response, rubric, context.taxonomy, context.settings, previous
+        ),
+        parse=lambda rubric, text: prompts.parse_score(text),
+        describe=lambda rubric: {"item": task.id, "attribute": rubric.attribute},
+        tries=context.settings.judge_attempts,
+    )
+
+
+def grader_stage(task: Task, response: str, context: JudgeContext) -> Stage[None]:
+    """Grading ``response`` against the reference: CORRECT / INCORRECT or asked again, up to
+    ``judge_attempts`` requests."""
+    return Stage(
+        "grader",
+        request=lambda _, previous: grader_request(task, response, context.settings, previous),
+        parse=lambda _, text: prompts.parse_verdict(text),
+        describe=lambda _: {"item": task.id},
+        tries=context.settings.judge_attempts,
+    )
+
+
+def _failed(outcome: Outcome, what: str) -> EpisodeError:
+    return EpisodeError(f"{what}: {outcome.request.role} call failed: {outcome.error}")
 
 
 async def judge_attribute(
@@ -194,22 +219,18 @@ async def judge_attribute(
     Raises:
         EpisodeError: A call failed after the client's retries.
     """
-    previous: tuple[str, ...] = ()
-    for attempt in range(1, context.settings.judge_attempts + 1):
-        request = judge_request(
-            task, response, rubric, context.taxonomy, context.settings, previous
-        )
-        text = await _ask(context.client, request, what)
-        score = prompts.parse_score(text)
-        if score is not None:
-            return Judgement(rubric.attribute, score, attempt)
-        previous = (*previous, text)
+    outcome = await ask(judge_stage(task, response, context), rubric, context.client)
+    if outcome.failed:
+        raise _failed(outcome, what)
+    if outcome.value is not MALFORMED:
+        return Judgement(rubric.attribute, outcome.value, outcome.tries)
+    attempts = context.settings.judge_attempts
     return Judgement(
         rubric.attribute,
         None,
-        context.settings.judge_attempts,
+        attempts,
         f"judge gave no valid 1-5 score for {rubric.attribute} in "
-        f"{context.settings.judge_attempts} attempts (last reply {previous[-1][:60]!r})",
+        f"{attempts} attempts (last reply {outcome.replies[-1][:60]!r})",
     )
 
 
@@ -224,15 +245,11 @@ async def grade(
     match = match_answer(task, response)
     if match.correct is not None:
         return match.correct, match.method, match.extracted, None
-    previous: tuple[str, ...] = ()
-    for _ in range(context.settings.judge_attempts):
-        text = await _ask(
-            context.client, grader_request(task, response, context.settings, previous), what
-        )
-        verdict = prompts.parse_verdict(text)
-        if verdict is not None:
-            return verdict, "grader", match.extracted, None
-        previous = (*previous, text)
+    outcome = await ask(grader_stage(task, response, context), None, context.client)
+    if outcome.failed:
+        raise _failed(outcome, what)
+    if outcome.value is not MALFORMED:
+        return outcome.value, "grader", match.extracted, None
     return (
         None,
         "none",

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from prefduel.llm.request import Completer, LLMRequest
+from prefduel.llm.stages import MALFORMED, Stage, ask
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.errors import EpisodeError
 from prefduel.prefdisco.preferences import PreferenceProfile
@@ -262,24 +263,32 @@ class LLMRouter:
             role="router",
         )
 
+    def stage(self) -> Stage[str]:
+        """Routing one question: a JSON list of ids, or asked again with the unusable reply
+        shown back, up to ``attempts`` requests."""
+        return Stage(
+            "router",
+            request=self.request,
+            parse=lambda question, text: prompts.parse_route(text),
+            describe=lambda question: {"item": question},
+            tries=self.attempts,
+        )
+
     async def route(self, question: str) -> Route:
         """Route one question.
 
         Raises:
             EpisodeError: A routing call failed after the client's retries.
         """
-        previous: list[str] = []
-        for _ in range(self.attempts):
-            response = await self.client.complete(self.request(question, previous))
-            if not response.ok:
-                raise EpisodeError(f"router call failed: {response.error}")
-            ids = prompts.parse_route(response.text or "")
-            if ids is not None:
-                known = list(dict.fromkeys(i for i in ids if i in self.taxonomy))
-                unknown = [i for i in ids if i not in self.taxonomy]
-                detail = f"unknown ids dropped: {unknown}" if unknown else None
-                return Route(tuple(known[: self.max_attributes]), "llm", detail)
-            previous.append(response.text or "")
+        outcome = await ask(self.stage(), question, self.client)
+        if outcome.failed:
+            raise EpisodeError(f"router call failed: {outcome.error}")
+        if outcome.value is not MALFORMED:
+            ids = outcome.value
+            known = list(dict.fromkeys(i for i in ids if i in self.taxonomy))
+            unknown = [i for i in ids if i not in self.taxonomy]
+            detail = f"unknown ids dropped: {unknown}" if unknown else None
+            return Route(tuple(known[: self.max_attributes]), "llm", detail)
         route = self.fallback.route_sync(question)
         return Route(
             route.attributes,

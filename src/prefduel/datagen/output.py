@@ -1,0 +1,263 @@
+"""What the stages collected -> the World and the ``datagen/`` files.
+
+`build_world` turns the judge picks into ``P`` and ``U``, the rater scores into ``g``, lays out
+the arrivals and assembles the World; `write_outputs` stores it with ``datagen/tables.npz``,
+``questions.jsonl``, ``battles.jsonl`` and ``malformed.jsonl``; `write_summary` writes
+``datagen/summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prefduel import __version__
+from prefduel.core.btl import pairs_of
+from prefduel.datagen.aggregate import (
+    assemble_world,
+    layout,
+    pick_diagnostics,
+    probabilities_and_utilities,
+    rater_features,
+    tally,
+)
+from prefduel.datagen.calls import QuestionSpec, judge_order
+from prefduel.datagen.config import DatagenConfig, DatagenError
+from prefduel.datagen.results import DatagenResult
+from prefduel.llm.client import LLMClient
+from prefduel.llm.openai_backend import public_url
+from prefduel.worlds.world import World
+
+
+@dataclass
+class Collected:
+    """What the four stages collected.
+
+    Attributes:
+        specs: The question bank.
+        questions: Bank index -> question text (or the stage engine's ``MALFORMED`` /
+            ``FAILED``, or a dry run's placeholder).
+        answers: Asked question -> one answer per persona (same markers possible).
+        usable: Questions with a text and every answer, in bank order.
+        dropped: Questions without a usable text or answer (failed calls excluded).
+        scores: Asked question -> persona id -> rater score (or a marker).
+        picks: Judge picks per (student, question, pair, judge condition, sample); ``NO_PICK``
+            where missing.
+    """
+
+    specs: list[QuestionSpec]
+    questions: dict[int, Any]
+    answers: dict[int, list[Any]]
+    usable: list[int]
+    dropped: list[int]
+    scores: dict[int, Any]
+    picks: np.ndarray
+
+
+def endpoint(client: LLMClient) -> str | None:
+    """The base URL the client's backend sends to (`public_url`), or None."""
+    backend = client.backend
+    url = getattr(backend, "endpoint", None)
+    if url is None:
+        url = getattr(backend, "base_url", None)
+    return public_url(url) if isinstance(url, str) and url else None
+
+
+def _rater_scores(config: DatagenConfig, data: Collected) -> np.ndarray:
+    """Scores per (usable question, persona); NaN rows for questions without usable scores."""
+    ids = [p.id for p in config.personas]
+    return np.array(
+        [
+            [data.scores[qi][pid] for pid in ids]
+            if isinstance(data.scores[qi], dict)
+            else [np.nan] * len(ids)
+            for qi in data.usable
+        ]
+    ).reshape(len(data.usable), len(ids))
+
+
+def _students(config: DatagenConfig) -> list[dict[str, Any]]:
+    """The world's students (each is its own profile)."""
+    return [
+        {
+            "id": s.id,
+            "profile": s.id,
+            "name": s.name,
+            "description": s.description,
+            "quirks": list(s.quirks),
+        }
+        for s in config.students
+    ]
+
+
+def _question_entries(
+    config: DatagenConfig, data: Collected, scores: np.ndarray
+) -> list[dict[str, Any]]:
+    """The world's questions: spec, text and rater scores (None when unusable)."""
+    ids = [p.id for p in config.personas]
+    questions = []
+    for qi, row in zip(data.usable, scores, strict=True):
+        entry = {**data.specs[qi].to_json(), "text": data.questions[qi]}
+        entry["rater"] = None if np.isnan(row).any() else dict(zip(ids, row.tolist(), strict=True))
+        questions.append(entry)
+    return questions
+
+
+def _world_info(
+    config: DatagenConfig,
+    models: dict[str, str],
+    backend: str,
+    result: DatagenResult,
+    scores: np.ndarray,
+) -> dict[str, Any]:
+    """The world's ``info``: generator, models, judge diagnostics, dropped questions."""
+    return {
+        "generator": "datagen",
+        "config": config.name,
+        "source": config.source,
+        "backend": backend,
+        "models": models,
+        "samples": config.samples,
+        "bt": {"ridge": config.bt_ridge, "scale": config.bt_scale},
+        "layout": (
+            "students assigned in a seeded balanced random order; each arrival gets "
+            f"{config.rounds} distinct questions drawn uniformly from {len(scores)}"
+        ),
+        "dropped_questions": result.dropped,
+        "rater_unusable": int(np.isnan(scores).any(axis=1).sum()),
+        "judge": result.diagnostics,
+        "version": __version__,
+    }
+
+
+def build_world(
+    config: DatagenConfig,
+    data: Collected,
+    models: dict[str, str],
+    backend: str,
+    result: DatagenResult,
+) -> tuple[World, dict[str, np.ndarray]]:
+    """The World and the ``tables.npz`` arrays; sets ``result.diagnostics``.
+
+    Args:
+        config: The config.
+        data: What the stages collected (every call answered).
+        models: Role -> model name the requests used.
+        backend: The backend's cache namespace.
+        result: The result being built (its ``dropped`` is read).
+
+    Raises:
+        DatagenError: Fewer usable questions than rounds per arrival.
+    """
+    usable = data.usable
+    if config.rounds > len(usable):
+        raise DatagenError(
+            f"only {len(usable)} usable questions for {config.rounds} rounds per arrival "
+            f"(dropped: {result.dropped}); raise the retries or lower world.rounds"
+        )
+    picks = data.picks[:, usable]
+    prob, utility = probabilities_and_utilities(
+        picks, config.K, ridge=config.bt_ridge, scale=config.bt_scale
+    )
+    scores = _rater_scores(config, data)
+    g = rater_features(scores)
+    student_index, question_index, uniforms = layout(
+        len(config.students), len(usable), config.layout.arrivals, config.rounds, config.seed
+    )
+    result.diagnostics = pick_diagnostics(picks)
+    world = assemble_world(
+        name=config.name,
+        seed=config.seed,
+        prob=prob,
+        utility=utility,
+        g=g,
+        student_index=student_index,
+        question_index=question_index,
+        uniforms=uniforms,
+        students=_students(config),
+        questions=_question_entries(config, data, scores),
+        personas=[{"id": p.id, "name": p.name, "prompt": p.prompt} for p in config.personas],
+        info=_world_info(config, models, backend, result, scores),
+    )
+    wins, total = tally(picks)
+    tables = {"P": prob, "U": utility, "wins": wins, "total": total, "scores": scores, "g": g}
+    return world, {**tables, "picks": picks}
+
+
+def _battles(result: DatagenResult, picks: np.ndarray) -> list[dict[str, Any]]:
+    """One Arena-style row per valid pick (who was shown as ``model_a``, who won)."""
+    assert result.world is not None
+    config = result.config
+    pairs = pairs_of(config.K)
+    rows = []
+    for i, q, j, c, s in zip(*np.nonzero(picks >= 0), strict=True):
+        a = int(pairs[j, 0])
+        first, second, first_label = judge_order(a, int(pairs[j, 1]), c)
+        a_won = picks[i, q, j, c, s] == 1
+        first_won = a_won == (first == a)
+        rows.append(
+            {
+                "model_a": config.personas[first].id,
+                "model_b": config.personas[second].id,
+                "winner": "model_a" if first_won else "model_b",
+                "judge": config.students[int(i)].id,
+                "question_id": result.world.questions[int(q)]["id"],
+                "label_a": first_label,
+                "sample": int(s),
+            }
+        )
+    return rows
+
+
+def _write_lines(path: Path, rows: list[dict[str, Any]], *, ascii_only: bool = False) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=ascii_only) + "\n")
+
+
+def write_outputs(result: DatagenResult, tables: dict[str, np.ndarray], data: Collected) -> None:
+    """Save the world to ``result.output`` and the ``datagen/`` tables, questions (with their
+    answers), battles and malformed answers."""
+    assert result.world is not None and result.output is not None
+    ids = [p.id for p in result.config.personas]
+    result.world.save(result.output)
+    extra = result.output / "datagen"
+    extra.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(extra / "tables.npz", **tables)
+    questions = [
+        {**entry, "answers": dict(zip(ids, data.answers[qi], strict=True))}
+        for entry, qi in zip(result.world.questions, data.usable, strict=True)
+    ]
+    _write_lines(extra / "questions.jsonl", questions)
+    _write_lines(extra / "battles.jsonl", _battles(result, tables["picks"]), ascii_only=True)
+    _write_lines(extra / "malformed.jsonl", result.malformed)
+
+
+def write_summary(result: DatagenResult) -> None:
+    """Write ``datagen/summary.json`` (settings used, endpoint, spend, per-stage counts)."""
+    assert result.output is not None
+    extra = result.output / "datagen"
+    extra.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "config": result.config.to_json(),
+        "complete": result.complete,
+        "backend": result.backend,
+        "base_url": result.base_url,
+        "spend": result.spend(),
+        "stages": [s.to_json() for s in result.stages],
+        "currency": result.currency,
+        "malformed": dict(Counter(m["stage"] for m in result.malformed)),
+        "dropped_questions": result.dropped,
+        "diagnostics": result.diagnostics,
+        "seconds": round(result.seconds, 3),
+        "version": __version__,
+    }
+    (extra / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+
+
+__all__ = ["Collected", "build_world", "endpoint", "write_outputs", "write_summary"]

@@ -1,0 +1,229 @@
+"""What datagen reports: the dry-run plan (`DatagenPlan`) and a run's result (`DatagenResult`).
+
+Per-stage accounting (`StageReport`, `StageEstimate`) comes from the stage engine
+(`prefduel.llm.stages`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefduel.datagen.config import DatagenConfig
+from prefduel.llm.stages import StageEstimate, StageReport
+from prefduel.worlds.world import World
+
+
+@dataclass
+class DatagenPlan:
+    """A dry run: per-stage estimates, before anything is spent."""
+
+    config: DatagenConfig
+    stages: list[StageEstimate]
+    currency: str
+    backend: str
+    cache: str | None
+    budget: float | None
+
+    @property
+    def total(self) -> StageEstimate:
+        """Sum over stages."""
+        return StageEstimate.total(self.stages)
+
+    def format(self) -> str:
+        """The estimate as a text table."""
+        c = self.config
+        lines = [
+            f"datagen dry run: {c.name} ({len(c.students)} students x {c.n_questions} questions "
+            f"x {c.K} personas, {c.samples} judge samples; backend {self.backend}; cache "
+            f"{self.cache or 'none'})",
+            f"{'stage':10s} {'calls':>10s} {'cached':>10s} {'to send':>10s} "
+            f"{'prompt tok':>12s} {'compl. tok':>12s} {'est. cost':>12s}",
+        ]
+        for s in [*self.stages, self.total]:
+            mark = "" if s.exact else "  ~ (prompts of uncached inputs estimated)"
+            lines.append(
+                f"{s.stage:10s} {s.calls:>10,d} {s.cached:>10,d} {s.to_send:>10,d} "
+                f"{s.prompt_tokens:>12,d} {s.completion_tokens:>12,d} "
+                f"{s.cost:>8.4f} {self.currency}{mark if s.stage != 'total' else ''}"
+            )
+        return "\n".join(lines + self._notes()) + "\n"
+
+    def _notes(self) -> list[str]:
+        """The lines under the table: free backend, unpriced models, budget, what is left out."""
+        total = self.total
+        lines = []
+        if self.backend == "scripted":
+            lines.append("the scripted backend is offline and free")
+        if total.unpriced:
+            lines.append(
+                f"no price for {list(total.unpriced)} (counted at 0): add them to a price "
+                "file (--prices FILE)"
+            )
+        if self.budget is not None:
+            if total.cost <= self.budget:
+                lines.append(f"budget: {self.budget:g} {self.currency} (the estimate fits)")
+            else:
+                lines.append(
+                    f"budget: {self.budget:g} {self.currency}: the estimate EXCEEDS it; sending "
+                    "stops at the budget, and a re-run with a higher --budget resumes"
+                )
+        lines.append(
+            "not counted: retries of malformed answers not seen yet, and the client's retries "
+            "of failed attempts"
+        )
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready estimate."""
+        return {
+            "config": self.config.name,
+            "backend": self.backend,
+            "cache": self.cache,
+            "currency": self.currency,
+            "budget": self.budget,
+            "stages": [s.to_json() for s in self.stages],
+            "total": self.total.to_json(),
+        }
+
+
+@dataclass
+class DatagenResult:
+    """The outcome of `generate`.
+
+    Attributes:
+        config: The config.
+        complete: Whether every call has an answer (a world was built).
+        world: The world (None when incomplete).
+        output: Where it was written (None when not written).
+        stages: Per-stage reports.
+        malformed: One record per malformed answer (stage, item, sample, text).
+        failures: One record per failed call (stage, item, error).
+        dropped: Ids of questions dropped (no usable question or answer).
+        diagnostics: Judge behaviour (see `pick_diagnostics`).
+        seconds: Wall time.
+        currency: The price table's currency.
+        backend: The backend's cache namespace (``"openai"``, ``"scripted"``, ...).
+        base_url: The endpoint requests went to (`public_url`: no credentials,
+            query or fragment); None for a backend without one (scripted).
+    """
+
+    config: DatagenConfig
+    complete: bool
+    world: World | None
+    output: Path | None
+    stages: list[StageReport]
+    malformed: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    currency: str = "USD"
+    backend: str = ""
+    base_url: str | None = None
+
+    def stage(self, name: str) -> StageReport:
+        """The report of stage ``name``."""
+        return next(s for s in self.stages if s.stage == name)
+
+    def spend(self) -> dict[str, Any]:
+        """Money spent: in this run, in earlier runs, and over all runs (``cumulative``).
+
+        ``this_run`` is what this run's new answers cost. ``earlier_runs`` prices, from the
+        tokens stored in the cache, every answer this run was served from the cache (each
+        distinct request once): what the runs before it (stopped by the budget, failed,
+        interrupted or killed) paid for the answers this world is built from. A complete run
+        asks every request of the world, so ``cumulative`` covers every answer received over
+        all runs. Not included: replies that were in flight at a kill (never received, so
+        their tokens are unknown; they were sent again) and failed attempts.
+        """
+        this_run = sum(s.cost for s in self.stages)
+        earlier = sum(s.earlier_cost for s in self.stages)
+        return {
+            "currency": self.currency,
+            "this_run": this_run,
+            "earlier_runs": earlier,
+            "cumulative": this_run + earlier,
+        }
+
+    def summary(self) -> str:
+        """The final summary as text."""
+        return "\n".join(self._table() + self._notes() + self._ending()) + "\n"
+
+    def _table(self) -> list[str]:
+        """The title and the per-stage table (with a total row)."""
+        c = self.config
+        lines = [
+            f"datagen {c.name}: {len(c.students)} students x {c.n_questions} questions x "
+            f"{c.K} personas, {c.samples} judge samples per condition",
+            f"{'stage':10s} {'calls':>9s} {'cached':>9s} {'sent':>9s} {'failed':>7s} "
+            f"{'malformed':>9s} {'retries':>7s} {'tokens':>11s} {'cost':>10s} {'time':>8s} "
+            f"{'calls/s':>8s}",
+        ]
+        for s in [*self.stages, StageReport.total(self.stages)]:
+            rate = s.calls / s.seconds if s.seconds > 0 else 0.0
+            lines.append(
+                f"{s.stage:10s} {s.calls:>9,d} {s.cached:>9,d} {s.sent:>9,d} {s.failed:>7,d} "
+                f"{s.malformed:>9,d} {s.retried:>7,d} "
+                f"{s.prompt_tokens + s.completion_tokens:>11,d} {s.cost:>10.4f} "
+                f"{s.seconds:>6.1f} s {rate:>8,.0f}"
+            )
+        return lines
+
+    def _notes(self) -> list[str]:
+        """Judge diagnostics, malformed answers, spend, unusable rater scores, dropped
+        questions."""
+        lines = []
+        d = self.diagnostics
+        if d.get("valid") is not None:
+            lines.append(
+                f"judge picks: {d['valid']:,d} valid, {d['missing']:,d} missing (malformed); "
+                f"first-shown answer won {100 * d['first_shown_won']:.1f}%, label A chosen "
+                f"{100 * d['label_a_chosen']:.1f}%"
+            )
+        if self.malformed:
+            by_stage = Counter(m["stage"] for m in self.malformed)
+            lines.append(
+                "malformed answers: "
+                + ", ".join(f"{n} {stage}" for stage, n in by_stage.items())
+                + (" (listed in datagen/malformed.jsonl)" if self.output else "")
+            )
+        spend = self.spend()
+        lines.append(
+            f"spend: {spend['this_run']:.4f} {self.currency} in this run, "
+            f"{spend['cumulative']:.4f} {self.currency} over all runs (answers served from the "
+            "cache priced from their stored tokens)"
+        )
+        rater = self.stage("rater")
+        if rater.unusable:
+            lines.append(f"rater: {rater.unusable} question(s) without usable scores (g = 0)")
+        if self.dropped:
+            lines.append(f"dropped questions (no usable text or answer): {self.dropped}")
+        return lines
+
+    def _ending(self) -> list[str]:
+        """INCOMPLETE with the commonest failures, or where the world went."""
+        lines = []
+        if not self.complete:
+            reasons = Counter(f["error"] for f in self.failures)
+            lines.append(
+                f"INCOMPLETE: {len(self.failures)} call(s) failed, no world written; re-run "
+                "the same command to resume (answered calls are cached)"
+            )
+            for reason, n in reasons.most_common(3):
+                lines.append(f"  {n} x {reason}")
+        elif self.world is not None:
+            w = self.world
+            where = str(self.output) if self.output is not None else "(not written)"
+            lines.append(
+                f"world {where}: N={w.N} arrivals x S={w.S} rounds x K={w.K} personas, "
+                f"d={w.d}; {self.seconds:.1f} s"
+            )
+            if self.output is not None:
+                lines.append(f"run it: prefduel run --worlds {where}")
+        return lines
+
+
+__all__ = ["DatagenPlan", "DatagenResult"]

@@ -1,0 +1,186 @@
+"""The run folder of a study: its settings, episode keys, result rows and summary.
+
+::
+
+    run.json           the settings every episode ran under (and their digest)
+    transcripts.jsonl  one line per episode (model x condition x instance)
+    scores.jsonl       one line per scored episode
+    llm-cache.sqlite   answers already paid for (the resume mechanism)
+    llm-calls.jsonl    the call log
+
+`episode_settings` are what an episode's requests depend on; their digest ties the rows to the
+folder (`check_run_folder`, `read_rows`). `write_rows` rewrites the rows in canonical order at
+the end of a run, so the same config gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefduel.prefdisco import prompts
+from prefduel.prefdisco.clients import RoleClients
+from prefduel.prefdisco.config import RunConfig
+from prefduel.prefdisco.dataset import Dataset
+from prefduel.prefdisco.episodes import EpisodeKey
+from prefduel.prefdisco.errors import DatasetError
+from prefduel.prefdisco.store import read_json, read_jsonl, write_jsonl
+
+RUN_FORMAT = "prefduel/prefdisco-run/1"
+
+#: Called after each finished episode with (done, total).
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What `run_study` did.
+
+    Attributes:
+        folder: The run folder.
+        episodes: Episodes of the study (models x conditions x instances).
+        reused: Already scored before this run (skipped).
+        ran: Episodes run (or only scored) now.
+        failed: ``(episode id, error)`` of episodes that could not finish (re-run them).
+        missing_scores: Judgements recorded as missing (after all attempts).
+        digest: Settings digest.
+        stats: LLM call totals.
+    """
+
+    folder: str
+    episodes: int
+    reused: int
+    ran: int
+    failed: tuple[tuple[str, str], ...]
+    missing_scores: int
+    digest: str
+    stats: Mapping[str, Any]
+
+
+def episode_settings(
+    dataset: Dataset, settings: RunConfig, backends: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The settings an episode's requests depend on (not which models or conditions run)."""
+    return {
+        "prompts": prompts.PROMPTS_VERSION,
+        "dataset": dataset.digest,
+        "taxonomy": dataset.taxonomy.digest,
+        "max_turns": settings.max_turns,
+        "router": settings.router,
+        "router_model": settings.router_model_name if settings.router == "llm" else None,
+        "max_attributes_per_question": settings.max_attributes_per_question,
+        "tfidf_threshold": settings.tfidf_threshold if settings.router == "keyword" else None,
+        "judge_model": settings.judge_model,
+        "grader_model": settings.grader_model_name,
+        "judge_attempts": settings.judge_attempts,
+        "temperature": settings.temperature,
+        "judge_temperature": settings.judge_temperature,
+        "ask_max_tokens": settings.ask_max_tokens,
+        "answer_max_tokens": settings.answer_max_tokens,
+        "judge_max_tokens": settings.judge_max_tokens,
+        "max_tokens_param": settings.max_tokens_param,
+        "api_seed": settings.api_seed,
+        "backends": dict(sorted((backends or {}).items())),
+    }
+
+
+def episode_keys(dataset: Dataset, settings: RunConfig) -> list[EpisodeKey]:
+    """Every episode, in canonical order: model, instance (file order), condition."""
+    return [
+        EpisodeKey(model, condition, persona_id, task_id)
+        for model in settings.models
+        for persona_id, task_id in dataset.profiles
+        for condition in settings.conditions
+    ]
+
+
+def backends_of(clients: RoleClients) -> dict[str, str]:
+    return {
+        group: str(getattr(getattr(clients, group), "namespace", type(getattr(clients, group))))
+        for group in ("model", "user", "judge")
+    }
+
+
+def check_run_folder(out: Path, settings: dict[str, Any]) -> None:
+    path = out / "run.json"
+    if not path.exists():
+        return
+    previous = read_json(path, what="run settings")
+    old = previous.get("settings") if isinstance(previous, dict) else None
+    if old != settings:
+        changed = sorted(
+            k for k in set(old or {}) | set(settings) if (old or {}).get(k) != settings.get(k)
+        )
+        raise DatasetError(
+            f"{out} holds results made with other settings (changed: {', '.join(changed)}); "
+            "use another run folder (--out) or delete its run.json, transcripts.jsonl and "
+            "scores.jsonl"
+        )
+
+
+def read_rows(path: Path, what: str, digest: str) -> dict[str, dict[str, Any]]:
+    if not path.exists():
+        return {}
+    rows = {}
+    for row in read_jsonl(path, what=what, allow_torn_tail=True):
+        if row.get("settings") != digest:
+            raise DatasetError(
+                f"{path}: episode {row.get('episode_id')} was made with settings "
+                f"{row.get('settings')}, not {digest}; use another run folder"
+            )
+        rows[str(row["episode_id"])] = row
+    return rows
+
+
+def write_rows(
+    out: Path,
+    keys: list[EpisodeKey],
+    transcripts: Mapping[str, Mapping[str, Any]],
+    scores: Mapping[str, Mapping[str, Any]],
+) -> int:
+    """Rewrite ``transcripts.jsonl`` and ``scores.jsonl`` in canonical order (episode order,
+    then rows of episodes no longer in the study by id); return the missing judgements."""
+    order = {k.id: i for i, k in enumerate(keys)}
+
+    def rank(row: Mapping[str, Any]) -> tuple[int, str]:
+        return (order.get(row["episode_id"], len(order)), row["episode_id"])
+
+    write_jsonl(out / "transcripts.jsonl", sorted(transcripts.values(), key=rank))
+    write_jsonl(out / "scores.jsonl", sorted(scores.values(), key=rank))
+    return sum(
+        1 for row in scores.values() for s in (row.get("scores") or {}).values() if s is None
+    )
+
+
+def money(amount: float) -> str:
+    """An amount with 4 decimals (6 below a cent, so small costs do not show as 0)."""
+    return f"{amount:,.4f}" if amount == 0 or amount >= 0.01 else f"{amount:.6f}"
+
+
+def calls_line(stats: Mapping[str, Any]) -> str:
+    """One line of LLM call totals (`RoleClients.stats`)."""
+    if not stats:
+        return "LLM calls: none"
+    return (
+        f"LLM calls: {stats['requests']:,} requests, {stats['hits']:,} from the cache, "
+        f"{stats['answered']:,} answered, {stats['failed']:,} failed, {stats['retries']:,} "
+        f"retries; {stats['prompt_tokens']:,} + {stats['completion_tokens']:,} tokens; cost "
+        f"{money(stats['cost'])} {stats['currency']}"
+    )
+
+
+__all__ = [
+    "RUN_FORMAT",
+    "Progress",
+    "RunSummary",
+    "backends_of",
+    "calls_line",
+    "check_run_folder",
+    "episode_keys",
+    "episode_settings",
+    "money",
+    "read_rows",
+    "write_rows",
+]
