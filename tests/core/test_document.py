@@ -18,8 +18,11 @@ from prefduel.core.document import (
     Section,
     Settings,
     Table,
-    markdown_escape,
     number,
+)
+from prefduel.core.document_html import stylesheet, to_html
+from prefduel.core.document_text import (
+    markdown_escape,
     table_csv,
     table_markdown,
     table_text,
@@ -27,7 +30,6 @@ from prefduel.core.document import (
     to_markdown,
     to_text,
 )
-from prefduel.core.document_html import stylesheet, to_html
 
 
 def _board() -> Table:

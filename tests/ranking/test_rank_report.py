@@ -9,8 +9,9 @@ import re
 import pytest
 from pb_rank_data import analysis
 
-from prefduel.core.document import Figure, Items, Table, to_markdown
+from prefduel.core.document import Figure, Items, Table
 from prefduel.core.document_html import to_html
+from prefduel.core.document_text import to_markdown
 from prefduel.ranking import write_report
 from prefduel.ranking.report_figures import FIGURES
 from prefduel.ranking.report_sections import report_document

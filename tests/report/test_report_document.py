@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from pb_report_rows import roster_size, synthetic_rows, write_rows
 
-from prefduel.core.document import Cell, Figure, Raw, Settings, to_markdown, to_text
+from prefduel.core.document import Cell, Figure, Raw, Settings
+from prefduel.core.document_text import to_markdown, to_text
 from prefduel.report.compute import compute_report
 from prefduel.report.data import ReportWarning, load_input
 from prefduel.report.figures import SavedFigure

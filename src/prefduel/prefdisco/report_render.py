@@ -30,9 +30,9 @@ from prefduel.core.document import (
     Settings,
     Table,
     number,
-    to_markdown,
 )
 from prefduel.core.document_html import to_html
+from prefduel.core.document_text import to_markdown
 from prefduel.prefdisco.errors import DatasetError
 from prefduel.prefdisco.report_figures import norm_align_bars, questions_scatter
 from prefduel.prefdisco.store import write_json

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from prefduel.core.csvcells import spreadsheet_safe
-from prefduel.core.document import to_markdown
 from prefduel.core.document_html import to_html
+from prefduel.core.document_text import to_markdown
 from prefduel.ranking.analysis import RankAnalysis
 from prefduel.ranking.errors import RankingError
 from prefduel.ranking.report_figures import report_figures

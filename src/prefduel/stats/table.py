@@ -17,17 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from prefduel.core.document import (
-    NO_VALUE,
-    Cell,
-    Paragraph,
-    Table,
-    markdown_escape,
-    number,
-    table_csv,
-    table_markdown,
-    table_text,
-)
+from prefduel.core.document import NO_VALUE, Cell, Paragraph, Table, number
+from prefduel.core.document_text import markdown_escape, table_csv, table_markdown, table_text
 from prefduel.worlds.rosters import is_world_path
 
 FORMATS = ("text", "md", "csv", "json")
