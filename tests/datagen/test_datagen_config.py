@@ -189,3 +189,51 @@ def test_cli_refuses_a_name_with_path_separators_and_writes_nothing(tmp_path, ca
     err = capsys.readouterr().err
     assert "prefduel: error:" in err and f"{path}: name: " in err and "folder name" in err
     assert not (tmp_path / "escaped").exists() and not (work / "worlds").exists()
+
+
+def test_unknown_keys_suggest_the_closest_known_one(tmp_path):
+    message = _error(tmp_path, {**tiny_mapping(), "sampels": 2})
+    assert "(top level): unknown keys ['sampels']" in message
+    assert "did you mean 'samples'?" in message
+    message = _error(tmp_path, tiny_mapping(models={"judge": {"temprature": 1.0}}))
+    assert "models.judge: unknown keys ['temprature']" in message and "'temperature'?" in message
+
+
+def test_quirk_kinds_are_checked_after_take(tmp_path):
+    two_kinds = {
+        "kinds": {"builtin": True, "take": ["why", "definition"]},
+        "topics": [{"id": "limits", "chains": ["limits", "continuity"]}],
+        "students": [{"id": "a", "description": "You like proofs."}],
+        "world": {"rounds": 4},
+    }
+    quirks = {"builtin": True, "take": 4}  # none of them is about computation questions
+    config = load_config(_write(tmp_path, tiny_mapping(**two_kinds, quirks=quirks)))
+    assert len(config.quirks) == 4 and [k.id for k in config.kinds] == ["why", "definition"]
+    message = _error(tmp_path, tiny_mapping(**two_kinds))  # every packaged quirk
+    assert re.search(r": quirks\[\d+\]\.when_kind: unknown kind 'computation'", message), message
+
+
+def test_students_need_a_description(tmp_path):
+    message = _error(tmp_path, tiny_mapping(students=[{"id": "s", "name": "S"}]))
+    assert ": students: 's' has no description" in message
+
+
+def test_template_students_are_drawn_by_tutorsims_template_code(tmp_path):
+    from prefduel.core.rng import stream
+    from prefduel.worlds.tutorsim_data import load_tutorsim_data
+    from prefduel.worlds.tutorsim_template import draw_template_students
+
+    config = load_config(_write(tmp_path, tiny_mapping(students={"template": 6, "quirks": 1})))
+    drawn = draw_template_students(
+        load_tutorsim_data().traits,
+        6,
+        stream(config.seed, "datagen", "template"),
+        quirks=config.quirks,
+        quirks_each=1,
+    )
+    scale = config.scripted.params.template_scale
+    for student, template in zip(config.students, drawn, strict=True):
+        assert (student.name, student.description) == (template.profile, template.description)
+        assert student.taste == tuple(float(x) for x in scale * template.taste_sum)
+        assert student.quirks == tuple(q.id for q in template.quirks)
+        assert student.cue_following == template.cue_following

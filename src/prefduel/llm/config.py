@@ -28,9 +28,11 @@ import argparse
 import dataclasses
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
+from pydantic import Field, Strict
+
+from prefduel.core.schema import Integer, Noun, Number, frozen_dataclass, validate
 from prefduel.llm.cache import default_cache_path
 from prefduel.llm.calllog import CallLog
 from prefduel.llm.client import LLMClient
@@ -40,7 +42,8 @@ from prefduel.llm.request import Backend
 from prefduel.llm.retry import RetryPolicy
 from prefduel.llm.scripted import Handler, ScriptedBackend
 
-BACKENDS = ("openai", "scripted")
+BackendName = Literal["openai", "scripted"]
+BACKENDS: tuple[str, ...] = get_args(BackendName)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -65,9 +68,12 @@ def env_var_name(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
+@frozen_dataclass(error=LLMConfigError, keys="LLM settings")
 class LLMConfig:
     """How to reach a model and how to call it. JSON-serializable; holds no secret.
+
+    A frozen pydantic dataclass: construction (and ``dataclasses.replace``) validates and
+    raises `LLMConfigError` naming the field.
 
     Attributes:
         backend: ``"openai"`` (any OpenAI-compatible endpoint) or ``"scripted"`` (offline).
@@ -84,56 +90,26 @@ class LLMConfig:
         budget: Stop sending once this much was spent (None: no cap).
     """
 
-    backend: str = "scripted"
+    backend: BackendName = "scripted"
     base_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
-    timeout: float = 60.0
-    max_connections: int = 16
-    max_attempts: int = 6
+    timeout: Annotated[Number, Field(gt=0), Noun("seconds")] = 60.0
+    max_connections: Annotated[Integer, Field(ge=1)] = 16
+    max_attempts: Annotated[Integer, Field(ge=1)] = 6
     cache: str | None = None
-    use_cache: bool = True
+    use_cache: Annotated[bool, Strict()] = True
     call_log: str | None = None
     prices: str | None = None
-    budget: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise LLMConfigError(f"backend: expected one of {BACKENDS}, got {self.backend!r}")
-        for name in ("max_connections", "max_attempts"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise LLMConfigError(f"{name}: expected an integer >= 1, got {value!r}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float):
-            raise LLMConfigError(f"timeout: expected seconds, got {self.timeout!r}")
-        if not self.timeout > 0:
-            raise LLMConfigError(f"timeout: expected seconds > 0, got {self.timeout!r}")
-        if self.budget is not None and (
-            isinstance(self.budget, bool)
-            or not isinstance(self.budget, int | float)
-            or self.budget < 0
-        ):
-            raise LLMConfigError(f"budget: expected an amount >= 0, got {self.budget!r}")
+    budget: Annotated[Number, Field(ge=0), Noun("an amount")] | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None, *, source: str = "config") -> LLMConfig:
         """A config from a YAML/JSON section (keys as the attributes; missing keys default).
 
         Raises:
-            LLMConfigError: Unknown keys or bad values, naming ``source``.
+            LLMConfigError: Unknown keys or bad values, naming ``source`` and the key.
         """
-        data = dict(data or {})
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise LLMConfigError(
-                f"{source}: unknown LLM settings {unknown}; expected {sorted(known)}"
-            )
-        try:
-            return cls(**data)
-        except LLMConfigError as exc:
-            raise LLMConfigError(f"{source}: {exc}") from None
-        except TypeError as exc:
-            raise LLMConfigError(f"{source}: {exc}") from None
+        return validate(cls, data if data is not None else {}, error=LLMConfigError, source=source)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready ``dict`` (the API key's variable NAME only, never its value)."""

@@ -42,22 +42,23 @@ grader) and ``generate`` (persona, rubric). Unknown keys are errors naming the f
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
+from pydantic import AfterValidator, Field, Strict, field_validator, model_validator
+
+from prefduel.core.schema import Integer, Number, frozen_dataclass, validate
 from prefduel.core.yamlfile import read_yaml
 from prefduel.llm.config import LLMConfig
-from prefduel.llm.errors import LLMConfigError
 from prefduel.prefdisco.errors import ConfigError
 from prefduel.prefdisco.preferences import SparsityConfig
 from prefduel.prefdisco.tasks import FORMATS
 
 CONDITIONS = ("baseline", "discovery", "oracle")
-ROUTERS = ("keyword", "llm")
+RouterName = Literal["keyword", "llm"]
+ROUTERS: tuple[str, ...] = get_args(RouterName)
 ROLE_GROUPS = {
     "model": ("ask", "answer"),
     "user": ("router",),
@@ -66,23 +67,20 @@ ROLE_GROUPS = {
 }
 
 
-def _positive_int(value: Any, name: str, *, allow_none: bool = False, low: int = 1) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"{name}: expected an integer >= {low}, got {value!r}")
+def _named(value: str) -> str:
+    if not value:
+        raise ValueError("expected a model name, got ''")
+    return value
 
 
-def _number(value: Any, name: str, *, low: float | None = None, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{name}: expected a number, got {value!r}")
-    if low is not None and not value >= low:
-        raise ConfigError(f"{name}: expected a number >= {low}, got {value!r}")
+Count = Annotated[Integer, Field(ge=0)]
+Positive = Annotated[Integer, Field(ge=1)]
+NonNegative = Annotated[Number, Field(ge=0)]
+ModelName = Annotated[str, Strict(), AfterValidator(_named)]
+Flag = Annotated[bool, Strict()]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass(error=ConfigError)
 class TaskSource:
     """Where tasks come from.
 
@@ -101,58 +99,48 @@ class TaskSource:
     path: str | None = None
     name: str | None = None
     domain: str | None = None
-    limit: int | None = None
+    limit: Positive | None = None
     labels: str | None = None
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _format_and_path(self) -> TaskSource:
         if self.format != "builtin" and self.format not in FORMATS:
-            raise ConfigError(
+            raise ValueError(
                 f"tasks.format: expected builtin or one of {list(FORMATS)}, got {self.format!r}"
             )
         if self.format != "builtin" and not self.path:
-            raise ConfigError(f"tasks: a {self.format} source needs a path")
+            raise ValueError(f"tasks: a {self.format} source needs a path")
         if self.format == "builtin" and self.path:
-            raise ConfigError("tasks: the builtin source takes no path")
-        _positive_int(self.limit, "tasks.limit", allow_none=True)
+            raise ValueError("tasks: the builtin source takes no path")
+        return self
 
 
-@dataclass(frozen=True)
+@frozen_dataclass(error=ConfigError, path="generate")
 class GenerateConfig:
     """Settings of ``prefdisco generate`` (see the module docstring for each key)."""
 
-    seed: int = 0
-    personas: int = 6
-    personas_per_task: int | None = 2
-    tasks: tuple[TaskSource, ...] = (TaskSource(),)
+    seed: Count = 0
+    personas: Positive = 6
+    personas_per_task: Positive | None = 2
+    tasks: Annotated[tuple[TaskSource, ...], Field(min_length=1)] = (TaskSource(),)
     taxonomy: str | None = None
     persona_space: str | None = None
-    k_min: int = 3
-    k_max: int = 5
-    dirichlet_alpha: float = 1.0
-    max_per_family: int = 2
-    value_noise: float = 0.6
-    relevance_power: float = 3.0
-    min_distance: float = 0.35
-    enrich: bool = False
-    refine_rubrics: bool = False
+    k_min: Integer = 3
+    k_max: Integer = 5
+    dirichlet_alpha: Number = 1.0
+    max_per_family: Integer = 2
+    value_noise: Number = 0.6
+    relevance_power: Number = 3.0
+    min_distance: NonNegative = 0.35
+    enrich: Flag = False
+    refine_rubrics: Flag = False
     model: str = "scripted-writer"
-    temperature: float = 0.7
+    temperature: NonNegative = 0.7
 
-    def __post_init__(self) -> None:
-        _positive_int(self.seed, "generate.seed", low=0)
-        _positive_int(self.personas, "generate.personas")
-        _positive_int(self.personas_per_task, "generate.personas_per_task", allow_none=True)
-        if not self.tasks:
-            raise ConfigError("generate.tasks: expected at least one task source")
-        _number(self.min_distance, "generate.min_distance", low=0)
-        _number(self.temperature, "generate.temperature", low=0)
-        for name in ("enrich", "refine_rubrics"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"generate.{name}: expected true or false")
-        try:
-            _ = self.sparsity
-        except ValueError as exc:
-            raise ConfigError(f"generate: {exc}") from None
+    @model_validator(mode="after")
+    def _sparsity_is_valid(self) -> GenerateConfig:
+        _ = self.sparsity  # SparsityConfig checks its own ranges (ValueError names the key)
+        return self
 
     @property
     def sparsity(self) -> SparsityConfig:
@@ -167,7 +155,7 @@ class GenerateConfig:
         )
 
 
-@dataclass(frozen=True)
+@frozen_dataclass(error=ConfigError, path="run")
 class RunConfig:
     """Settings of ``prefdisco run``.
 
@@ -195,57 +183,43 @@ class RunConfig:
             client's ``max_connections``).
     """
 
-    models: tuple[str, ...] = ("scripted-ask1", "scripted-ask3", "scripted-ask5")
+    models: tuple[ModelName, ...] = ("scripted-ask1", "scripted-ask3", "scripted-ask5")
     conditions: tuple[str, ...] = CONDITIONS
-    max_turns: int = 5
-    router: str = "keyword"
-    router_model: str | None = None
-    max_attributes_per_question: int = 2
-    tfidf_threshold: float | None = 0.15
-    judge_model: str = "scripted-judge"
-    grader_model: str | None = None
-    judge_attempts: int = 3
-    temperature: float | None = 0.0
-    judge_temperature: float | None = 0.0
-    ask_max_tokens: int | None = 256
-    answer_max_tokens: int | None = 2048
-    judge_max_tokens: int | None = 32
-    max_tokens_param: str = "max_tokens"
-    api_seed: int | None = None
-    episodes_in_flight: int = 64
+    max_turns: Positive = 5
+    router: RouterName = "keyword"
+    router_model: ModelName | None = None
+    max_attributes_per_question: Positive = 2
+    tfidf_threshold: NonNegative | None = 0.15
+    judge_model: ModelName = "scripted-judge"
+    grader_model: ModelName | None = None
+    judge_attempts: Positive = 3
+    temperature: NonNegative | None = 0.0
+    judge_temperature: NonNegative | None = 0.0
+    ask_max_tokens: Positive | None = 256
+    answer_max_tokens: Positive | None = 2048
+    judge_max_tokens: Positive | None = 32
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    api_seed: Count | None = None
+    episodes_in_flight: Positive = 64
 
-    def __post_init__(self) -> None:
-        if not self.models or not all(isinstance(m, str) and m for m in self.models):
-            raise ConfigError(f"run.models: expected a non-empty list of names, got {self.models}")
-        if len(set(self.models)) != len(self.models):
-            raise ConfigError(f"run.models: duplicate names in {list(self.models)}")
-        bad = [c for c in self.conditions if c not in CONDITIONS]
-        if not self.conditions or bad or len(set(self.conditions)) != len(self.conditions):
-            raise ConfigError(
-                f"run.conditions: expected distinct values from {list(CONDITIONS)}, "
-                f"got {list(self.conditions)}"
+    @field_validator("models")
+    @classmethod
+    def _distinct_models(cls, models: tuple[str, ...]) -> tuple[str, ...]:
+        if not models:
+            raise ValueError("expected a non-empty list of names, got ()")
+        if len(set(models)) != len(models):
+            raise ValueError(f"duplicate names in {list(models)}")
+        return models
+
+    @field_validator("conditions")
+    @classmethod
+    def _distinct_conditions(cls, conditions: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [c for c in conditions if c not in CONDITIONS]
+        if not conditions or bad or len(set(conditions)) != len(conditions):
+            raise ValueError(
+                f"expected distinct values from {list(CONDITIONS)}, got {list(conditions)}"
             )
-        _positive_int(self.max_turns, "run.max_turns")
-        if self.router not in ROUTERS:
-            raise ConfigError(f"run.router: expected one of {list(ROUTERS)}, got {self.router!r}")
-        _positive_int(self.max_attributes_per_question, "run.max_attributes_per_question")
-        _number(self.tfidf_threshold, "run.tfidf_threshold", low=0, allow_none=True)
-        _positive_int(self.judge_attempts, "run.judge_attempts")
-        _number(self.temperature, "run.temperature", low=0, allow_none=True)
-        _number(self.judge_temperature, "run.judge_temperature", low=0, allow_none=True)
-        if self.max_tokens_param not in ("max_tokens", "max_completion_tokens"):
-            raise ConfigError(
-                "run.max_tokens_param: expected max_tokens or max_completion_tokens, "
-                f"got {self.max_tokens_param!r}"
-            )
-        for name in ("ask_max_tokens", "answer_max_tokens", "judge_max_tokens"):
-            _positive_int(getattr(self, name), f"run.{name}", allow_none=True)
-        _positive_int(self.api_seed, "run.api_seed", allow_none=True, low=0)
-        _positive_int(self.episodes_in_flight, "run.episodes_in_flight")
-        for name in ("judge_model", "router_model", "grader_model"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ConfigError(f"run.{name}: expected a model name, got {value!r}")
+        return conditions
 
     def params(self, role: str) -> dict[str, Any]:
         """Sampling parameters of a role's requests (``ask``, ``answer``, ``judge``,
@@ -275,34 +249,24 @@ class RunConfig:
         return self.grader_model or self.judge_model
 
 
-@dataclass(frozen=True)
+@frozen_dataclass(error=ConfigError, path="report")
 class ReportConfig:
     """Settings of ``prefdisco report``.
 
     Attributes:
         bootstrap: Bootstrap replicates for NormAlign intervals (0: none).
-        level: Interval coverage.
+        level: Interval coverage, in (0, 1).
         min_gap: Smallest oracle - baseline PrefAlign gap for which NormAlign is defined.
         seed: Seed of the bootstrap streams.
     """
 
-    bootstrap: int = 1000
-    level: float = 0.95
-    min_gap: float = 0.1
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        _positive_int(self.bootstrap, "report.bootstrap", low=0)
-        _number(self.level, "report.level", low=0)
-        if not 0 < self.level < 1:
-            raise ConfigError(f"report.level: expected in (0, 1), got {self.level!r}")
-        _number(self.min_gap, "report.min_gap", low=0)
-        if not self.min_gap > 0:
-            raise ConfigError(f"report.min_gap: expected > 0, got {self.min_gap!r}")
-        _positive_int(self.seed, "report.seed", low=0)
+    bootstrap: Count = 1000
+    level: Annotated[Number, Field(gt=0, lt=1)] = 0.95
+    min_gap: Annotated[Number, Field(gt=0)] = 0.1
+    seed: Count = 0
 
 
-@dataclass(frozen=True)
+@frozen_dataclass(error=ConfigError, keys="sections")
 class PrefDiscoConfig:
     """The whole study: generation, run, report and LLM settings.
 
@@ -321,19 +285,21 @@ class PrefDiscoConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)
     llm_roles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _role_overrides_apply(self) -> PrefDiscoConfig:
         known = {f.name for f in dataclasses.fields(LLMConfig)}
         for group, overrides in self.llm_roles.items():
             if group not in ROLE_GROUPS:
-                raise ConfigError(
+                raise ValueError(
                     f"llm_roles: unknown group {group!r}; expected {sorted(ROLE_GROUPS)}"
                 )
             unknown = sorted(set(overrides) - known)
             if unknown:
-                raise ConfigError(
+                raise ValueError(
                     f"llm_roles.{group}: unknown keys {unknown}; expected {sorted(known)}"
                 )
             self.llm_for(group)
+        return self
 
     def llm_for(self, group: str) -> LLMConfig:
         """The LLM settings of a role group (``llm`` with the group's overrides)."""
@@ -342,7 +308,7 @@ class PrefDiscoConfig:
         overrides = dict(self.llm_roles.get(group) or {})
         try:
             return dataclasses.replace(self.llm, **overrides)
-        except (LLMConfigError, TypeError) as exc:
+        except ValueError as exc:  # LLMConfigError
             raise ConfigError(f"llm_roles.{group}: {exc}") from None
 
     def to_json(self) -> dict[str, Any]:
@@ -359,7 +325,7 @@ class PrefDiscoConfig:
     def from_mapping(
         cls, data: Mapping[str, Any] | None, *, source: str = "config", base_dir: Path | None = None
     ) -> PrefDiscoConfig:
-        """Build from the YAML form (missing sections and keys take the defaults).
+        """Build from the YAML form (missing or empty sections and keys take the defaults).
 
         Args:
             data: The parsed YAML.
@@ -369,34 +335,21 @@ class PrefDiscoConfig:
         Raises:
             ConfigError: Unknown section or key, or a bad value (names ``source`` and key).
         """
-        data = dict(data or {})
-        sections = {"generate", "run", "report", "llm", "llm_roles"}
-        unknown = sorted(set(data) - sections)
-        if unknown:
-            raise ConfigError(f"{source}: unknown sections {unknown}; expected {sorted(sections)}")
-        try:
-            generate = _build(GenerateConfig, data.get("generate"), f"{source}: generate")
-            if base_dir is not None:
-                generate = dataclasses.replace(
-                    generate,
-                    tasks=tuple(_resolve(t, base_dir) for t in generate.tasks),
-                    taxonomy=_path(generate.taxonomy, base_dir),
-                    persona_space=_path(generate.persona_space, base_dir),
-                )
-            run = _build(RunConfig, data.get("run"), f"{source}: run")
-            report = _build(ReportConfig, data.get("report"), f"{source}: report")
-            llm = LLMConfig.from_mapping(data.get("llm"), source=f"{source}: llm")
-            roles = data.get("llm_roles") or {}
-            if not isinstance(roles, Mapping):
-                raise ConfigError(f"{source}: llm_roles must map groups to settings")
-            return cls(generate, run, report, llm, {str(k): dict(v) for k, v in roles.items()})
-        except LLMConfigError as exc:
-            raise ConfigError(str(exc)) from None
-        except ConfigError as exc:
-            message = str(exc)
-            raise ConfigError(
-                message if message.startswith(source) else f"{source}: {message}"
-            ) from None
+        if isinstance(data, Mapping):  # an empty section (``run:``) means its defaults
+            data = {key: value for key, value in data.items() if value is not None}
+        config = validate(cls, data if data is not None else {}, error=ConfigError, source=source)
+        if base_dir is None:
+            return config
+        return dataclasses.replace(config, generate=_resolve_paths(config.generate, base_dir))
+
+
+def _resolve_paths(generate: GenerateConfig, base: Path) -> GenerateConfig:
+    return dataclasses.replace(
+        generate,
+        tasks=tuple(_resolve(t, base) for t in generate.tasks),
+        taxonomy=_path(generate.taxonomy, base),
+        persona_space=_path(generate.persona_space, base),
+    )
 
 
 def _path(value: str | None, base: Path) -> str | None:
@@ -417,44 +370,6 @@ def _to_json(obj: Any) -> Any:
     if isinstance(obj, tuple | list):
         return [_to_json(x) for x in obj]
     return obj
-
-
-def _build(cls: type, data: Any, where: str) -> Any:
-    """A frozen dataclass from a mapping: unknown keys refused, lists of sources converted."""
-    if data is None:
-        return cls()
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown keys {unknown}; expected {sorted(known)}")
-    values = {}
-    for key, value in data.items():
-        hint = hints[key]
-        if key == "tasks":
-            if not isinstance(value, list):
-                raise ConfigError(f"{where}.tasks: expected a list of sources")
-            value = tuple(_build(TaskSource, v, f"{where}.tasks[{i}]") for i, v in enumerate(value))
-        elif _is_tuple(hint):
-            if isinstance(value, str) or not isinstance(value, list | tuple):
-                raise ConfigError(f"{where}.{key}: expected a list, got {value!r}")
-            value = tuple(value)
-        values[key] = value
-    try:
-        return cls(**values)
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-
-
-def _is_tuple(hint: Any) -> bool:
-    origin = typing.get_origin(hint)
-    if origin is tuple:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_is_tuple(h) for h in typing.get_args(hint))
-    return False
 
 
 def load_config(path: str | Path | None) -> PrefDiscoConfig:

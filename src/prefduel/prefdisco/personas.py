@@ -1,7 +1,7 @@
 """Psychology-grounded personas: Big Five (IPIP-style), demographics, expertise, learning traits.
 
-`sample_personas` draws a persona library from the persona space
-(``data/persona_space.yaml``), seeded through `prefduel.core.rng.stream`:
+`sample_personas` draws a persona library from the persona space (``data/persona_space.yaml``,
+`prefduel.prefdisco.persona_space`), seeded through `prefduel.core.rng.stream`:
 
 * **Big Five** (openness, conscientiousness, extraversion, agreeableness, neuroticism): each
   factor is the mean of 10 simulated Likert items (1-5), as in the 50-item IPIP Big-Five
@@ -26,152 +26,25 @@ the persona, never invented. Libraries are saved as JSONL (`save_personas`).
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from prefduel.core.rng import stream
 from prefduel.llm.request import Completer, LLMRequest
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.errors import DatasetError, EpisodeError, PrefDiscoError
+from prefduel.prefdisco.persona_space import (
+    BIG_FIVE,
+    PACE_Z,
+    PersonaSpace,
+    load_persona_space,
+)
 from prefduel.prefdisco.store import read_jsonl, write_jsonl
-
-SPACE_FORMAT = "prefduel/prefdisco-persona-space"
-BIG_FIVE = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
-PACE_Z = {"slow": -1.0, "moderate": 0.0, "fast": 1.0}
-
-
-@dataclass(frozen=True)
-class PersonaSpace:
-    """The distributions personas are drawn from (the parsed ``persona_space.yaml``).
-
-    Attributes:
-        version: Version of the space file.
-        items_per_trait: Likert items per Big Five factor.
-        item_noise: S.d. of an item response around the latent level.
-        latent_sd: S.d. of the latent level across people.
-        means: Big Five factor -> population mean.
-        age: (min, max) age.
-        genders: Gender -> weight.
-        education: Ordered ``(value, label, rank, weight, min_age)`` rows.
-        regions: Region names.
-        occupations: Occupation rows (value, label, min_education, min_age, max_age, expertise).
-        domains: Expertise domains.
-        offsets: Domain -> offset of general knowledge.
-        expertise_noise: S.d. of the general-knowledge noise.
-        modality: Modality -> weight.
-        pace: Pace -> weight.
-        goal: Goal -> weight.
-        nfc: Need-for-cognition settings (mean, openness_slope, noise).
-    """
-
-    version: str
-    items_per_trait: int
-    item_noise: float
-    latent_sd: float
-    means: Mapping[str, float]
-    age: tuple[int, int]
-    genders: Mapping[str, float]
-    education: tuple[Mapping[str, Any], ...]
-    regions: tuple[str, ...]
-    occupations: tuple[Mapping[str, Any], ...]
-    domains: tuple[str, ...]
-    offsets: Mapping[str, float]
-    expertise_noise: float
-    modality: Mapping[str, float]
-    pace: Mapping[str, float]
-    goal: Mapping[str, float]
-    nfc: Mapping[str, float]
-
-    def education_rank(self, value: str) -> int:
-        """Rank (1-5) of an education level."""
-        for row in self.education:
-            if row["value"] == value:
-                return int(row["rank"])
-        raise PrefDiscoError(
-            f"unknown education {value!r}; expected one of {[r['value'] for r in self.education]}"
-        )
-
-
-def load_persona_space(path: str | Path | None = None) -> PersonaSpace:
-    """Load the persona space (default: the shipped ``data/persona_space.yaml``, read once).
-
-    Raises:
-        PrefDiscoError: The file is missing or malformed (names the file and the key).
-    """
-    if path is None:
-        return _shipped_space()
-    return _load_space(path)
-
-
-@functools.cache
-def _shipped_space() -> PersonaSpace:
-    return _load_space(None)
-
-
-def _load_space(path: str | Path | None) -> PersonaSpace:
-    if path is None:
-        source = "shipped persona_space.yaml"
-        try:
-            text = (
-                resources.files("prefduel.prefdisco")
-                .joinpath("data/persona_space.yaml")
-                .read_text(encoding="utf-8")
-            )
-        except OSError as exc:
-            raise PrefDiscoError(
-                "the shipped prefduel/prefdisco/data/persona_space.yaml is missing"
-            ) from exc
-    else:
-        source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PrefDiscoError(f"cannot read persona space {path}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-        if data.get("format") != SPACE_FORMAT:
-            raise PrefDiscoError(f"{source}: format must be {SPACE_FORMAT!r}")
-        b5 = data["big_five"]
-        learning = data["learning"]
-        expertise = data["expertise"]
-        space = PersonaSpace(
-            version=str(data["version"]),
-            items_per_trait=int(b5["items_per_trait"]),
-            item_noise=float(b5["item_noise"]),
-            latent_sd=float(b5["latent_sd"]),
-            means={t: float(b5["means"][t]) for t in BIG_FIVE},
-            age=(int(data["age"]["min"]), int(data["age"]["max"])),
-            genders={str(k): float(v) for k, v in data["genders"].items()},
-            education=tuple(dict(row) for row in data["education"]),
-            regions=tuple(str(r) for r in data["regions"]),
-            occupations=tuple(dict(row) for row in data["occupations"]),
-            domains=tuple(str(d) for d in expertise["domains"]),
-            offsets={str(k): float(v) for k, v in expertise["offset"].items()},
-            expertise_noise=float(expertise["noise"]),
-            modality={str(k): float(v) for k, v in learning["modality"].items()},
-            pace={str(k): float(v) for k, v in learning["pace"].items()},
-            goal={str(k): float(v) for k, v in learning["goal"].items()},
-            nfc={str(k): float(v) for k, v in learning["need_for_cognition"].items()},
-        )
-    except PrefDiscoError:
-        raise
-    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise PrefDiscoError(
-            f"{source}: malformed persona space ({type(exc).__name__}: {exc})"
-        ) from None
-    for occupation in space.occupations:
-        space.education_rank(occupation["min_education"])  # raises on an unknown level
-    if set(space.pace) != set(PACE_Z):
-        raise PrefDiscoError(f"{source}: pace must weight exactly {sorted(PACE_Z)}")
-    return space
 
 
 @dataclass(frozen=True)
@@ -389,47 +262,13 @@ def _sample(
 
 
 def _candidate(rng: np.random.Generator, persona_id: str, space: PersonaSpace) -> Persona | None:
-    big_five: dict[str, float] = {}
-    items: dict[str, tuple[int, ...]] = {}
-    for trait in BIG_FIVE:
-        latent = space.means[trait] + space.latent_sd * rng.standard_normal()
-        raw = latent + space.item_noise * rng.standard_normal(space.items_per_trait)
-        responses = np.clip(np.rint(raw), 1, 5).astype(int)
-        items[trait] = tuple(int(x) for x in responses)
-        big_five[trait] = round(float(responses.mean()), 2)
-    age = int(rng.integers(space.age[0], space.age[1] + 1))
-    gender = _choice(rng, space.genders)
-    education = space.education[
-        int(
-            rng.choice(
-                len(space.education),
-                p=np.array([r["weight"] for r in space.education])
-                / sum(r["weight"] for r in space.education),
-            )
-        )
-    ]
-    occupation = space.occupations[int(rng.integers(len(space.occupations)))]
-    region = space.regions[int(rng.integers(len(space.regions)))]
-    rank = int(education["rank"])
-    if (
-        age < int(education["min_age"])
-        or rank < space.education_rank(occupation["min_education"])
-        or age < int(occupation["min_age"])
-        or age > int(occupation.get("max_age", 200))
-    ):
+    """One draw from the persona space (None: implausible); the draws' order is fixed."""
+    big_five, items = _big_five(rng, space)
+    demographics = _demographics(rng, space)
+    if demographics is None:
         return None
-    expertise = {}
-    typical = occupation.get("expertise") or {}
-    for domain in space.domains:
-        general = (
-            1
-            + 0.35 * (rank - 1)
-            + space.offsets.get(domain, 0.0)
-            + space.expertise_noise * rng.standard_normal()
-        )
-        if domain in typical:
-            general = max(general, typical[domain] + 0.4 * rng.standard_normal())
-        expertise[domain] = int(np.clip(round(general), 1, 5))
+    age, gender, education, occupation, region = demographics
+    expertise = _expertise(rng, space, int(education["rank"]), occupation)
     modality = _choice(rng, space.modality)
     pace = _choice(rng, space.pace)
     goal = _choice(rng, space.goal)
@@ -452,6 +291,62 @@ def _candidate(rng: np.random.Generator, persona_id: str, space: PersonaSpace) -
         goal=goal,
         need_for_cognition=round(float(np.clip(nfc, 1.0, 5.0)), 1),
     )
+
+
+def _big_five(
+    rng: np.random.Generator, space: PersonaSpace
+) -> tuple[dict[str, float], dict[str, tuple[int, ...]]]:
+    """Each factor: a latent level, Likert item responses around it (1-5), and their mean."""
+    big_five: dict[str, float] = {}
+    items: dict[str, tuple[int, ...]] = {}
+    for trait in BIG_FIVE:
+        latent = space.means[trait] + space.latent_sd * rng.standard_normal()
+        raw = latent + space.item_noise * rng.standard_normal(space.items_per_trait)
+        responses = np.clip(np.rint(raw), 1, 5).astype(int)
+        items[trait] = tuple(int(x) for x in responses)
+        big_five[trait] = round(float(responses.mean()), 2)
+    return big_five, items
+
+
+def _demographics(
+    rng: np.random.Generator, space: PersonaSpace
+) -> tuple[int, str, Mapping[str, Any], Mapping[str, Any], str] | None:
+    """Age, gender, education, occupation and region; None when they do not fit together."""
+    age = int(rng.integers(space.age[0], space.age[1] + 1))
+    gender = _choice(rng, space.genders)
+    weights = np.array([r["weight"] for r in space.education])
+    education = space.education[
+        int(rng.choice(len(space.education), p=weights / sum(r["weight"] for r in space.education)))
+    ]
+    occupation = space.occupations[int(rng.integers(len(space.occupations)))]
+    region = space.regions[int(rng.integers(len(space.regions)))]
+    if (
+        age < int(education["min_age"])
+        or int(education["rank"]) < space.education_rank(occupation["min_education"])
+        or age < int(occupation["min_age"])
+        or age > int(occupation.get("max_age", 200))
+    ):
+        return None
+    return age, gender, education, occupation, region
+
+
+def _expertise(
+    rng: np.random.Generator, space: PersonaSpace, rank: int, occupation: Mapping[str, Any]
+) -> dict[str, int]:
+    """Expertise (1-5) per domain: general knowledge from education, or the occupation's."""
+    expertise = {}
+    typical = occupation.get("expertise") or {}
+    for domain in space.domains:
+        general = (
+            1
+            + 0.35 * (rank - 1)
+            + space.offsets.get(domain, 0.0)
+            + space.expertise_noise * rng.standard_normal()
+        )
+        if domain in typical:
+            general = max(general, typical[domain] + 0.4 * rng.standard_normal())
+        expertise[domain] = int(np.clip(round(general), 1, 5))
+    return expertise
 
 
 def trait_vector(

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -339,53 +339,17 @@ def load_tasks(
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise TaskFormatError(f"limit: expected a positive integer, got {limit!r}")
     p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise TaskFormatError(f"task file {p} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaskFormatError(f"cannot read task file {p}: {exc}") from None
+    lines = _read_lines(p)
     extra_labels = _read_labels(labels) if labels is not None else None
     tasks: list[Task] = []
     seen: set[str] = set()
-    item = 0
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{p}, line {number}"
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise TaskFormatError(f"{where}: not valid JSON ({exc})") from None
-        if not isinstance(row, dict):
-            raise TaskFormatError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for item, (where, row) in enumerate(_rows(lines, p)):
         if extra_labels is not None:
             if item >= len(extra_labels):
                 raise TaskFormatError(f"{labels}: fewer labels ({len(extra_labels)}) than items")
             row = {**row, "label": extra_labels[item]}
         fields = _PARSERS[fmt](row, where, item)
-        item += 1
-        task_domain = domain or fields.pop("domain", None) or FORMAT_DOMAINS.get(fmt)
-        fields.pop("domain", None)
-        if not task_domain:
-            raise TaskFormatError(
-                f"{where}: no domain; give the source a domain (math, logic, science, medicine, "
-                "commonsense, social) or add a 'domain' field"
-            )
-        task_source = source or fields.pop("source", None) or (p.stem if fmt == "generic" else fmt)
-        fields.pop("source", None)
-        raw_id = fields.get("id")
-        fields["id"] = (
-            f"{task_source}-{raw_id}"
-            if fmt == "logiqa" and raw_id is not None
-            else str(raw_id)
-            if raw_id not in (None, "")
-            else f"{task_source}-{item - 1}"
-        )
-        try:
-            task = Task(source=task_source, domain=task_domain, **_with_options(fields))
-        except TaskFormatError as exc:
-            raise TaskFormatError(f"{where}: {exc}") from None
+        task = _task(fields, fmt, p, where, item, source=source, domain=domain)
         if task.id in seen:
             raise TaskFormatError(f"{where}: duplicate task id {task.id!r}")
         seen.add(task.id)
@@ -395,6 +359,63 @@ def load_tasks(
     if not tasks:
         raise TaskFormatError(f"task file {p} has no items")
     return tasks
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise TaskFormatError(f"task file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskFormatError(f"cannot read task file {path}: {exc}") from None
+
+
+def _rows(lines: list[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, JSON object)`` of every non-empty line; ``where`` names file and line."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise TaskFormatError(f"{where}: not valid JSON ({exc})") from None
+        if not isinstance(row, dict):
+            raise TaskFormatError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        yield where, row
+
+
+def _task(
+    fields: dict[str, Any],
+    fmt: str,
+    path: Path,
+    where: str,
+    item: int,
+    *,
+    source: str | None,
+    domain: str | None,
+) -> Task:
+    """The `Task` of one parsed line: its domain, source and id settled."""
+    task_domain = domain or fields.pop("domain", None) or FORMAT_DOMAINS.get(fmt)
+    fields.pop("domain", None)
+    if not task_domain:
+        raise TaskFormatError(
+            f"{where}: no domain; give the source a domain (math, logic, science, medicine, "
+            "commonsense, social) or add a 'domain' field"
+        )
+    task_source = source or fields.pop("source", None) or (path.stem if fmt == "generic" else fmt)
+    fields.pop("source", None)
+    raw_id = fields.get("id")
+    if fmt == "logiqa" and raw_id is not None:
+        fields["id"] = f"{task_source}-{raw_id}"
+    elif raw_id not in (None, ""):
+        fields["id"] = str(raw_id)
+    else:
+        fields["id"] = f"{task_source}-{item}"
+    try:
+        return Task(source=task_source, domain=task_domain, **_with_options(fields))
+    except TaskFormatError as exc:
+        raise TaskFormatError(f"{where}: {exc}") from None
 
 
 def _with_options(fields: dict[str, Any]) -> dict[str, Any]:

@@ -383,6 +383,34 @@ def _numbers(value: Any, where: str, allowed: tuple[str, ...] | None) -> dict[st
 
 
 def _attribute(item: Any, index: int, domains: tuple[str, ...], source: str) -> Attribute:
+    """One attribute of the taxonomy file (checks run in a fixed order: the first is reported)."""
+    attr_id, where, family, kind = _attribute_head(item, index, source)
+    values = _values(item, kind, where)
+    default = _text(item, "default", where)
+    if default not in {v.value for v in values}:
+        raise TaxonomyError(
+            f"{where}: default {default!r} is not one of {[v.value for v in values]}"
+        )
+    relevance, loadings = _weights(item, kind, domains, where)
+    keywords = _keywords(item, where)
+    return Attribute(
+        id=attr_id,
+        family=family,
+        name=_text(item, "name", where),
+        description=_text(item, "description", where),
+        kind=kind,
+        values=values,
+        default=default,
+        relevance=relevance,
+        salience=_numbers(item.get("salience"), f"{where}.salience", TRAITS),
+        loadings=loadings,
+        keywords=keywords,
+        question=_text(item, "question", where),
+    )
+
+
+def _attribute_head(item: Any, index: int, source: str) -> tuple[str, str, str, str]:
+    """Id, message prefix (``SOURCE: attribute ID``), family and kind of an attribute."""
     where = f"{source}: attributes[{index}]"
     if not isinstance(item, Mapping):
         raise TaxonomyError(f"{where}: expected a mapping, got {type(item).__name__}")
@@ -401,49 +429,55 @@ def _attribute(item: Any, index: int, domains: tuple[str, ...], source: str) -> 
     kind = _text(item, "kind", where)
     if kind not in KINDS:
         raise TaxonomyError(f"{where}: kind must be one of {list(KINDS)}, got {kind!r}")
+    return attr_id, where, family, kind
+
+
+def _values(item: Mapping[str, Any], kind: str, where: str) -> tuple[Value, ...]:
+    """The levels of an ordinal attribute or the categories of a categorical one."""
     key, other = ("levels", "categories") if kind == "ordinal" else ("categories", "levels")
     if other in item:
         raise TaxonomyError(f"{where}: a {kind} attribute has {key}, not {other}")
     raw_values = item.get(key)
     if not isinstance(raw_values, list) or len(raw_values) < 2:
         raise TaxonomyError(f"{where}: {key} must list at least 2 values")
-    values = []
-    for j, v in enumerate(raw_values):
-        vw = f"{where}: {key}[{j}]"
-        if not isinstance(v, Mapping):
-            raise TaxonomyError(f"{vw}: expected a mapping, got {v!r}")
-        unknown = sorted(set(v) - _VALUE_KEYS)
-        if unknown:
-            raise TaxonomyError(
-                f"{vw}: unknown keys {unknown} (a comma in an unquoted description?); "
-                f"expected {sorted(_VALUE_KEYS)}"
-            )
-        value_id = _text(v, "value", vw)
-        if not _VALUE.match(value_id):
-            raise TaxonomyError(f"{vw}: value {value_id!r} must be a lower-case identifier")
-        prior = v.get("prior", 1.0)
-        if isinstance(prior, bool) or not isinstance(prior, int | float) or not prior > 0:
-            raise TaxonomyError(f"{vw}: prior must be a positive number, got {prior!r}")
-        if kind == "ordinal" and ("prior" in v or "loadings" in v):
-            raise TaxonomyError(f"{vw}: ordinal levels take no prior or loadings")
-        values.append(
-            Value(
-                value=value_id,
-                label=_text(v, "label", vw),
-                description=_text(v, "description", vw),
-                prior=float(prior),
-                loadings=_numbers(v.get("loadings"), f"{vw}.loadings", TRAITS),
-            )
-        )
+    values = tuple(_value(v, kind, f"{where}: {key}[{j}]") for j, v in enumerate(raw_values))
     for what in ("value", "label"):
         names = [getattr(v, what).lower() for v in values]
         if len(set(names)) != len(names):
             raise TaxonomyError(f"{where}: duplicate {what}s in {names}")
-    default = _text(item, "default", where)
-    if default not in {v.value for v in values}:
+    return values
+
+
+def _value(v: Any, kind: str, where: str) -> Value:
+    if not isinstance(v, Mapping):
+        raise TaxonomyError(f"{where}: expected a mapping, got {v!r}")
+    unknown = sorted(set(v) - _VALUE_KEYS)
+    if unknown:
         raise TaxonomyError(
-            f"{where}: default {default!r} is not one of {[v.value for v in values]}"
+            f"{where}: unknown keys {unknown} (a comma in an unquoted description?); "
+            f"expected {sorted(_VALUE_KEYS)}"
         )
+    value_id = _text(v, "value", where)
+    if not _VALUE.match(value_id):
+        raise TaxonomyError(f"{where}: value {value_id!r} must be a lower-case identifier")
+    prior = v.get("prior", 1.0)
+    if isinstance(prior, bool) or not isinstance(prior, int | float) or not prior > 0:
+        raise TaxonomyError(f"{where}: prior must be a positive number, got {prior!r}")
+    if kind == "ordinal" and ("prior" in v or "loadings" in v):
+        raise TaxonomyError(f"{where}: ordinal levels take no prior or loadings")
+    return Value(
+        value=value_id,
+        label=_text(v, "label", where),
+        description=_text(v, "description", where),
+        prior=float(prior),
+        loadings=_numbers(v.get("loadings"), f"{where}.loadings", TRAITS),
+    )
+
+
+def _weights(
+    item: Mapping[str, Any], kind: str, domains: tuple[str, ...], where: str
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Relevance per domain (or ``*``) and the trait loadings of an ordinal attribute."""
     relevance = _numbers(item.get("relevance"), f"{where}.relevance", (*domains, "*"))
     if not relevance or any(not 0 <= r <= 1 for r in relevance.values()):
         raise TaxonomyError(f"{where}: relevance must map domains (or '*') to numbers in [0, 1]")
@@ -452,6 +486,10 @@ def _attribute(item: Any, index: int, domains: tuple[str, ...], source: str) -> 
         raise TaxonomyError(f"{where}: an ordinal attribute needs trait loadings")
     if kind == "categorical" and "loadings" in item:
         raise TaxonomyError(f"{where}: categorical attributes put loadings on categories")
+    return relevance, loadings
+
+
+def _keywords(item: Mapping[str, Any], where: str) -> tuple[str, ...]:
     keywords = item.get("keywords")
     if (
         not isinstance(keywords, list)
@@ -459,17 +497,4 @@ def _attribute(item: Any, index: int, domains: tuple[str, ...], source: str) -> 
         or not all(isinstance(k, str) and k.strip() for k in keywords)
     ):
         raise TaxonomyError(f"{where}: keywords must be a non-empty list of phrases")
-    return Attribute(
-        id=attr_id,
-        family=family,
-        name=_text(item, "name", where),
-        description=_text(item, "description", where),
-        kind=kind,
-        values=tuple(values),
-        default=default,
-        relevance=relevance,
-        salience=_numbers(item.get("salience"), f"{where}.salience", TRAITS),
-        loadings=loadings,
-        keywords=tuple(k.strip().lower() for k in keywords),
-        question=_text(item, "question", where),
-    )
+    return tuple(k.strip().lower() for k in keywords)

@@ -52,6 +52,7 @@ from prefduel.worlds.tutorsim_data import (
     TutorSimData,
     TutorSimParams,
 )
+from prefduel.worlds.tutorsim_template import draw_template_students
 from prefduel.worlds.world import World
 
 __all__ = [
@@ -214,46 +215,35 @@ def _profile_students(
 def _trait_students(
     data: TutorSimData, roster: Roster, prm: TutorSimParams, rng
 ) -> tuple[list[dict], np.ndarray, np.ndarray, list[tuple[str, ...]]]:
-    """Arrivals composed of one value per trait: distinct combinations (``composite``), or
-    independent draws plus random quirks (``quirky``).
+    """Arrivals composed of one value per trait (`draw_template_students`): distinct
+    combinations (``composite``), or independent draws plus random quirks (``quirky``).
 
     Returns:
         ``(students, base taste (N, m), cue following (N,), quirks per arrival)``.
     """
-    n, kind = roster.arrivals, roster.students
-    sizes = [len(t.values) for t in data.traits]
-    if kind == "composite":
-        flat = rng.choice(int(np.prod(sizes)), size=n, replace=False)
-        combos = np.stack(np.unravel_index(flat, sizes), axis=1)
-    else:
-        combos = np.stack([rng.integers(s, size=n) for s in sizes], axis=1)
-    base = np.zeros((n, data.m))
-    cue = np.ones(n)
-    students: list[dict] = []
-    quirks: list[tuple[str, ...]] = []
-    for a in range(n):
-        values = [t.values[int(v)] for t, v in zip(data.traits, combos[a], strict=True)]
-        base[a] = prm.template_scale * (sum(v.taste for v in values) + data.shared_taste)
-        for v in values:
-            if v.cue_following is not None:
-                cue[a] = v.cue_following
-        qs: tuple[str, ...] = ()
-        if kind == "quirky":
-            drawn = rng.choice(len(data.quirks), prm.quirks_per_student, replace=False)
-            qs = tuple(data.quirks[i].id for i in drawn)
-        description = " ".join(v.description for v in values)
-        description += "".join(" " + data.quirk(q).description for q in qs)
-        students.append(
-            {
-                "id": f"{kind}#{a}",
-                "profile": "/".join(v.id for v in values),
-                "name": f"{kind} student {a}",
-                "description": description,
-                "quirks": list(qs),
-                "traits": [int(v) for v in combos[a]],
-            }
-        )
-        quirks.append(qs)
+    kind = roster.students
+    drawn = draw_template_students(
+        data.traits,
+        roster.arrivals,
+        rng,
+        distinct=kind == "composite",
+        quirks=data.quirks,
+        quirks_each=prm.quirks_per_student if kind == "quirky" else 0,
+    )
+    base = np.stack([prm.template_scale * (s.taste_sum + data.shared_taste) for s in drawn])
+    cue = np.array([s.cue_following for s in drawn])
+    quirks = [tuple(q.id for q in s.quirks) for s in drawn]
+    students = [
+        {
+            "id": f"{kind}#{a}",
+            "profile": s.profile,
+            "name": f"{kind} student {a}",
+            "description": s.description,
+            "quirks": list(quirks[a]),
+            "traits": list(s.combo),
+        }
+        for a, s in enumerate(drawn)
+    ]
     return students, base, cue, quirks
 
 

@@ -6,6 +6,11 @@ and the 13 cues), ``topics_dev.yaml`` / ``topics_heldout.yaml``, ``profiles_dev.
 7-trait template for Composite and Quirky students). Style, need and taste values are mappings
 from a style-dimension id to a float in [-1, 1]; omitted dimensions are 0.
 
+Every file is parsed with the entry types of `prefduel.worlds.tutorsim_catalogue` (one per
+YAML format; datagen configs and roster files read the same formats with them).
+Template students are rendered by `prefduel.worlds.tutorsim_template` (TutorSim's Composite
+and Quirky rosters, and datagen's ``students: {template: N}``).
+
 The data are versioned with the generator: version 2 (the current one) reads the files above;
 version 1 reads ``v1/template.yaml`` and ``v1/profiles_heldout.yaml`` in their place, so worlds
 of the first generator stay reproducible (``GENERATOR_VERSIONS``).
@@ -14,16 +19,33 @@ of the first generator stay reproducible (``GENERATOR_VERSIONS``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import yaml
+from pydantic import ValidationError
 
 from prefduel.core.errors import WorldFormatError
+from prefduel.core.schema import Problem, field_path, first_problem, type_adapter, validate
+from prefduel.worlds.tutorsim_catalogue import (
+    KINDS,
+    Cue,
+    Kind,
+    Persona,
+    ProfileEntry,
+    QuirkEntry,
+    References,
+    StyleDim,
+    Topic,
+    TraitEntry,
+    Vector,
+    parse_entries,
+)
 
-KINDS = ("definition", "computation", "why")
+E = TypeVar("E")
 #: Generator versions whose data ship with the package; the last is the default.
 GENERATOR_VERSIONS = (1, 2)
 CURRENT_VERSION = GENERATOR_VERSIONS[-1]
@@ -139,7 +161,28 @@ class TutorSimData:
         raise WorldFormatError(f"unknown quirk {quirk_id!r}; known: {[q.id for q in self.quirks]}")
 
 
-def _read(name: str, version: int = CURRENT_VERSION) -> Any:
+#: Packaged data files of each catalogue: collection -> {pool name: (file, top-level key)};
+#: the first pool is the default (``builtin``).
+PACKAGED_FILES: dict[str, dict[str, tuple[str, str]]] = {
+    "style": {"builtin": ("style.yaml", "dims")},
+    "personas": {"builtin": ("personas.yaml", "personas")},
+    "kinds": {"builtin": ("questions.yaml", "kinds")},
+    "cues": {"builtin": ("questions.yaml", "cues")},
+    "topics": {"dev": ("topics_dev.yaml", "topics"), "heldout": ("topics_heldout.yaml", "topics")},
+    "quirks": {"builtin": ("quirks.yaml", "quirks")},
+    "students": {
+        "dev": ("profiles_dev.yaml", "profiles"),
+        "heldout": ("profiles_heldout.yaml", "profiles"),
+    },
+}
+
+
+def read_data_file(name: str, version: int = CURRENT_VERSION) -> Any:
+    """The parsed YAML of a packaged data file (``worlds/data/<name>``) of a generator version.
+
+    Raises:
+        WorldFormatError: The file is missing or not YAML.
+    """
     folder = resources.files("prefduel.worlds").joinpath("data")
     if name in _VERSIONED_FILES.get(version, ()):
         folder = folder.joinpath(f"v{version}")
@@ -158,27 +201,68 @@ def style_vector(mapping: Any, dims: tuple[str, ...], where: str) -> np.ndarray:
     Raises:
         WorldFormatError: naming ``where`` and the dimension or value that is wrong.
     """
-    if mapping is None:
-        mapping = {}
-    if not isinstance(mapping, dict):
-        raise WorldFormatError(f"{where}: expected a mapping of style dims to numbers")
-    vec = np.zeros(len(dims))
-    for key, value in mapping.items():
-        if key not in dims:
-            raise WorldFormatError(f"{where}: unknown style dimension {key!r}; known: {list(dims)}")
-        if not isinstance(value, int | float) or not -1.0 <= float(value) <= 1.0:
-            raise WorldFormatError(f"{where}: value of {key!r} must be a number in [-1, 1]")
-        vec[dims.index(key)] = float(value)
-    return vec
+    context = References(dims=dims).context()
+    vector = validate(Vector, mapping, error=WorldFormatError, source=where, context=context)
+    return np.array(vector, dtype=float)
 
 
-def _entries(doc: Any, key: str, file: str) -> list[dict[str, Any]]:
-    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
-        raise WorldFormatError(f"{file}: expected a top-level list {key!r}")
-    for i, item in enumerate(doc[key]):
-        if not isinstance(item, dict) or "id" not in item:
-            raise WorldFormatError(f"{file}: entry {i} of {key!r} must be a mapping with an id")
-    return doc[key]
+# -- the packaged files -----------------------------------------------------------------------
+
+
+def _stack(vectors: Iterable[tuple[float, ...]]) -> np.ndarray:
+    return np.array([list(v) for v in vectors], dtype=float)
+
+
+def _packaged(
+    file: str, key: str, entry: type[E], references: References, version: int
+) -> tuple[Any, tuple[E, ...]]:
+    """A packaged file's entries under ``key``: as written, and parsed."""
+    doc = read_data_file(file, version)
+    raw = doc.get(key) if isinstance(doc, dict) else None
+    parsed = parse_entries(entry, raw, references, error=WorldFormatError, source=file, path=key)
+    return raw, parsed
+
+
+def _questions(
+    refs: References, version: int
+) -> tuple[np.ndarray, tuple[dict[str, Any], ...], np.ndarray]:
+    """Kind needs ``(3, m)`` (rows in `KINDS` order), the cues as written and their needs."""
+    _, kinds = _packaged("questions.yaml", "kinds", Kind, refs, version)
+    by_id = {k.id: k for k in kinds}
+    if set(by_id) != set(KINDS):
+        raise WorldFormatError(f"questions.yaml: kinds must be exactly {list(KINDS)}")
+    raw_cues, cues = _packaged("questions.yaml", "cues", Cue, refs, version)
+    return _stack(by_id[k].need for k in KINDS), tuple(raw_cues), _stack(c.need for c in cues)
+
+
+def _topics(pool: str, refs: References, version: int) -> tuple[dict[str, Any], ...]:
+    """A topic pool as written; every topic has 2 chains with a question of each kind."""
+    file = f"topics_{pool}.yaml"
+    raw, topics = _packaged(file, "topics", Topic, refs, version)
+    for topic in topics:
+        complete = all(chain.example(kind) for chain in topic.chains for kind in KINDS)
+        if len(topic.chains) != 2 or not complete:
+            raise WorldFormatError(
+                f"{file}: topic {topic.id} must have exactly 2 chains, each with a concept and "
+                f"a question of each kind {list(KINDS)}"
+            )
+    return tuple(raw)
+
+
+def _template(refs: References, version: int) -> tuple[tuple[Trait, ...], np.ndarray]:
+    """The template's traits and the shared taste of its students."""
+    doc = read_data_file("template.yaml", version)
+    doc = doc if isinstance(doc, dict) else {}
+    entries = parse_entries(
+        TraitEntry,
+        doc.get("traits"),
+        refs,
+        error=WorldFormatError,
+        source="template.yaml",
+        path="traits",
+    )
+    shared = style_vector(doc.get("shared_taste"), refs.dims, "template.yaml: shared_taste")
+    return tuple(_trait(t) for t in entries), shared
 
 
 @functools.cache
@@ -195,66 +279,66 @@ def load_tutorsim_data(version: int = CURRENT_VERSION) -> TutorSimData:
         raise WorldFormatError(
             f"unknown TutorSim generator version {version!r}; known: {list(GENERATOR_VERSIONS)}"
         )
-    dims_raw = _entries(_read("style.yaml"), "dims", "style.yaml")
-    dims = tuple(str(d["id"]) for d in dims_raw)
-    personas = _entries(_read("personas.yaml"), "personas", "personas.yaml")
-    style = np.stack(
-        [style_vector(p.get("style"), dims, f"personas.yaml: {p['id']}") for p in personas]
-    )
-
-    qdoc = _read("questions.yaml")
-    kinds = qdoc.get("kinds", {}) if isinstance(qdoc, dict) else {}
-    if set(kinds) != set(KINDS):
-        raise WorldFormatError(f"questions.yaml: kinds must be exactly {list(KINDS)}")
-    kind_need = np.stack(
-        [style_vector(kinds[k].get("need"), dims, f"questions.yaml: kind {k}") for k in KINDS]
-    )
-    cues = _entries(qdoc, "cues", "questions.yaml")
-    cue_need = np.stack(
-        [style_vector(c.get("need"), dims, f"questions.yaml: cue {c['id']}") for c in cues]
-    )
-
-    topics = {}
-    for pool in ("dev", "heldout"):
-        file = f"topics_{pool}.yaml"
-        items = _entries(_read(file), "topics", file)
-        for t in items:
-            chains = t.get("chains")
-            if not isinstance(chains, list) or len(chains) != 2:
-                raise WorldFormatError(f"{file}: topic {t['id']} must have exactly 2 chains")
-            for c in chains:
-                missing = [k for k in ("concept", *KINDS) if not isinstance(c.get(k), str)]
-                if missing:
-                    raise WorldFormatError(f"{file}: topic {t['id']} chain lacks {missing}")
-        topics[pool] = tuple(items)
-
-    quirk_entries = _entries(_read("quirks.yaml"), "quirks", "quirks.yaml")
-    quirks = parse_quirks(quirk_entries, dims, "quirks.yaml")
-    profiles = {}
-    for pool in ("dev", "heldout"):
-        file = f"profiles_{pool}.yaml"
-        entries = _entries(_read(file, version), "profiles", file)
-        profiles[pool] = parse_profiles(entries, dims, {q.id for q in quirks}, file)
-    template = _read("template.yaml", version)
-    traits = parse_traits(_entries(template, "traits", "template.yaml"), dims, "template.yaml")
-
+    style = _packaged("style.yaml", "dims", StyleDim, References(), version)[1]
+    refs = References(dims=tuple(d.id for d in style))
+    raw_personas, personas = _packaged("personas.yaml", "personas", Persona, refs, version)
+    kind_need, cues, cue_need = _questions(refs, version)
+    quirk_entries = _packaged("quirks.yaml", "quirks", QuirkEntry, refs, version)[1]
+    quirks = tuple(_quirk(q, refs.dims) for q in quirk_entries)
+    profile_refs = References(dims=refs.dims, quirks=tuple(q.id for q in quirks))
+    profiles = {
+        pool: tuple(
+            _profile(p) for p in _packaged(file, key, ProfileEntry, profile_refs, version)[1]
+        )
+        for pool, (file, key) in PACKAGED_FILES["students"].items()
+    }
+    traits, shared_taste = _template(refs, version)
     return TutorSimData(
-        dims=dims,
-        dim_descriptions=tuple(str(d.get("description", "")) for d in dims_raw),
-        personas=tuple(personas),
-        persona_style=style,
+        dims=refs.dims,
+        dim_descriptions=tuple(d.description for d in style),
+        personas=tuple(raw_personas),
+        persona_style=_stack(p.style for p in personas),
         kind_need=kind_need,
-        cues=tuple(cues),
+        cues=cues,
         cue_need=cue_need,
-        topics=topics,
+        topics={pool: _topics(pool, refs, version) for pool in ("dev", "heldout")},
         profiles=profiles,
         quirks=quirks,
         traits=traits,
-        shared_taste=style_vector(
-            template.get("shared_taste"), dims, "template.yaml: shared_taste"
-        ),
+        shared_taste=shared_taste,
         version=version,
     )
+
+
+# -- parsed entries as TutorSim's types -------------------------------------------------------
+
+
+def _quirk(entry: QuirkEntry, dims: Sequence[str]) -> Quirk:
+    return Quirk(
+        entry.id, entry.description, list(dims).index(entry.dim), entry.sign, entry.when_kind
+    )
+
+
+def _profile(entry: ProfileEntry) -> Profile:
+    return Profile(
+        id=entry.id,
+        name=entry.name,
+        description=entry.description,
+        taste=np.array(entry.taste, dtype=float),
+        cue_following=entry.cue_following,
+        quirks=entry.quirks,
+    )
+
+
+def _trait(entry: TraitEntry) -> Trait:
+    values = tuple(
+        TraitValue(v.id, v.description, np.array(v.taste, dtype=float), v.cue_following)
+        for v in entry.values
+    )
+    return Trait(entry.id, entry.description, values)
+
+
+# -- entries of roster files: messages name the entry by its id -------------------------------
 
 
 def _unique_ids(items: list[dict[str, Any]], where: str) -> None:
@@ -265,100 +349,74 @@ def _unique_ids(items: list[dict[str, Any]], where: str) -> None:
         seen.add(str(item["id"]))
 
 
-def _number(value: Any, where: str, *, low: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise WorldFormatError(f"{where}: expected a number, got {value!r}")
-    if low is not None and value < low:
-        raise WorldFormatError(f"{where}: must be >= {low:g}, got {value!r}")
-    return float(value)
+def _entry_message(problem: Problem, entries: list[dict[str, Any]], noun: str, where: str) -> str:
+    """``WHERE: profile ID: taste: value of 'brevity' must be ...``."""
+    if not problem.loc or not isinstance(problem.loc[0], int):
+        return f"{where}: {problem.message}"
+    index, *rest = problem.loc
+    if rest and isinstance(rest[-1], str) and repr(rest[-1]) in problem.message:
+        rest = rest[:-1]  # the message names the key itself ("value of 'brevity' ...")
+    field = field_path(rest)
+    text = problem.message
+    if field and not text.startswith(f"{field} "):
+        text = f"{field}: {text}"
+    entry = entries[index]
+    return f"{where}: {noun} {entry.get('id') if isinstance(entry, dict) else index}: {text}"
+
+
+def _parse_named(
+    entry: type[E], entries: list[dict[str, Any]], refs: References, noun: str, where: str
+) -> tuple[E, ...]:
+    _unique_ids(entries, where)
+    schema = tuple[entry, ...]  # type: ignore[valid-type]
+    try:
+        return type_adapter(schema).validate_python(entries, context=refs.context())
+    except ValidationError as exc:
+        problem = first_problem(exc, schema)
+        raise WorldFormatError(_entry_message(problem, entries, noun, where)) from None
 
 
 def parse_quirks(
     entries: list[dict[str, Any]], dims: tuple[str, ...], where: str
 ) -> tuple[Quirk, ...]:
-    """Quirks from their YAML entries (``id``, ``description``, ``dim``, ``sign`` +1 or -1,
-    optional ``when_kind``), as in ``quirks.yaml``.
+    """Quirks from their YAML entries (`QuirkEntry`: ``id``, ``description``, ``dim``, ``sign``
+    +1 or -1, optional ``when_kind``), as in ``quirks.yaml``.
 
     Raises:
         WorldFormatError: naming ``where``, the quirk and the field that is wrong.
     """
-    _unique_ids(entries, where)
-    quirks = []
-    for q in entries:
-        at = f"{where}: quirk {q['id']}"
-        if q.get("dim") not in dims:
-            raise WorldFormatError(f"{at}: dim must be one of {list(dims)}, got {q.get('dim')!r}")
-        sign = q.get("sign", 1)
-        if sign not in (1, -1):
-            raise WorldFormatError(f"{at}: sign must be 1 or -1, got {sign!r}")
-        when = q.get("when_kind")
-        if when is not None and when not in KINDS:
-            raise WorldFormatError(f"{at}: when_kind must be one of {list(KINDS)}, got {when!r}")
-        quirks.append(
-            Quirk(str(q["id"]), str(q.get("description", "")), dims.index(q["dim"]), sign, when)
-        )
-    return tuple(quirks)
+    parsed = _parse_named(QuirkEntry, entries, References(dims=dims), "quirk", where)
+    return tuple(_quirk(q, dims) for q in parsed)
 
 
 def parse_profiles(
     entries: list[dict[str, Any]], dims: tuple[str, ...], quirk_ids: set[str], where: str
 ) -> tuple[Profile, ...]:
-    """Hand-written student profiles from their YAML entries, as in ``profiles_*.yaml``.
+    """Hand-written student profiles from their YAML entries (`ProfileEntry`), as in
+    ``profiles_*.yaml``.
 
     Raises:
         WorldFormatError: naming ``where``, the profile and the field that is wrong.
     """
-    _unique_ids(entries, where)
-    profiles = []
-    for p in entries:
-        at = f"{where}: profile {p['id']}"
-        qs = p.get("quirks") or []
-        if not isinstance(qs, list):
-            raise WorldFormatError(f"{at}: quirks must be a list of quirk ids")
-        unknown = [q for q in qs if q not in quirk_ids]
+    parsed = _parse_named(ProfileEntry, entries, References(dims=dims), "profile", where)
+    for profile in parsed:
+        unknown = [q for q in profile.quirks if q not in quirk_ids]
         if unknown:
-            raise WorldFormatError(f"{at}: unknown quirks {unknown}; known: {sorted(quirk_ids)}")
-        profiles.append(
-            Profile(
-                id=str(p["id"]),
-                name=str(p.get("name", p["id"])),
-                description=str(p.get("description", "")),
-                taste=style_vector(p.get("taste"), dims, f"{at}: taste"),
-                cue_following=_number(p.get("cue_following", 1.0), f"{at}: cue_following", low=0),
-                quirks=tuple(str(q) for q in qs),
+            raise WorldFormatError(
+                f"{where}: profile {profile.id}: unknown quirks {unknown}; "
+                f"known: {sorted(quirk_ids)}"
             )
-        )
-    return tuple(profiles)
+    return tuple(_profile(p) for p in parsed)
 
 
 def parse_traits(
     entries: list[dict[str, Any]], dims: tuple[str, ...], where: str
 ) -> tuple[Trait, ...]:
-    """Template traits and their values from YAML entries, as in ``template.yaml``.
+    """Template traits and their values from YAML entries (`TraitEntry`), as in
+    ``template.yaml``.
 
     Raises:
         WorldFormatError: naming ``where``, the trait or value and the field that is wrong.
     """
-    _unique_ids(entries, where)
-    traits = []
-    for t in entries:
-        values = t.get("values")
-        if not isinstance(values, list) or not values:
-            raise WorldFormatError(f"{where}: trait {t['id']}: values must be a non-empty list")
-        for i, v in enumerate(values):
-            if not isinstance(v, dict) or "id" not in v:
-                raise WorldFormatError(f"{where}: trait {t['id']}: value {i} needs an id")
-        _unique_ids(values, f"{where}: trait {t['id']}")
-        parsed = tuple(
-            TraitValue(
-                id=str(v["id"]),
-                description=str(v.get("description", "")),
-                taste=style_vector(v.get("taste"), dims, f"{where}: {t['id']}.{v['id']}: taste"),
-                cue_following=None
-                if v.get("cue_following") is None
-                else _number(v["cue_following"], f"{where}: {t['id']}.{v['id']}", low=0),
-            )
-            for v in values
-        )
-        traits.append(Trait(str(t["id"]), str(t.get("description", "")), parsed))
-    return tuple(traits)
+    parsed = _parse_named(TraitEntry, entries, References(dims=dims), "trait", where)
+    return tuple(_trait(t) for t in parsed)
