@@ -16,15 +16,18 @@ the runner loads by path::
 
 Modules:
 
-* `config`: `DatagenConfig` and its typed entries,
-  `load_config` (errors name the file and the field).
+* `config`: `DatagenConfig`, `load_config` (errors name the file and the field);
+  `config_file`: the models of the YAML sections; `collections`: collections read through
+  TutorSim's catalogue and template students; `errors`: the error classes.
 * `prompts`: prompt templates, placeholders, answer parsers.
 * `calls`: the question bank and the requests of every stage.
 * `scripted`: `ScriptedWorld`, the offline backend's roles
   (its judge follows TutorSim's latent preferences).
 * `aggregate`: picks -> P -> U (TutorSim's shared functions),
   rater scores -> g, arrivals layout, World assembly.
-* `pipeline`: `estimate` (dry run), `generate`.
+* `pipeline`: the four stages as descriptions run by the LLM stage engine, `estimate`
+  (dry run), `generate`; `results`: `DatagenPlan`, `DatagenResult`; `output`: the stored
+  world and the run's files.
 """
 
 from __future__ import annotations

@@ -20,7 +20,10 @@ Modules:
 * `request`: `LLMRequest`, `LLMResponse`,
   `Params`, `Message`, `Usage`; protocols `Completer`, `Backend`.
 * `client`: `LLMClient` (cache, semaphore, retries, budget,
-  call log), `estimate_cost` (dry runs), `run_sync`.
+  call log), `run_sync`.
+* `stages`: the one stage engine for LLM batches (`Stage`, `StageEngine`, `ask`, `each`,
+  `ProgressBar`); `senders`: `ClientSender` (live), `CacheSender` (dry run).
+* `estimate`: `estimate_cost`, `CostEstimate` (dry runs).
 * `openai_backend`: `OpenAIBackend` (``openai`` SDK v3; needs
   ``pip install "prefduel[llm]"``; imported lazily).
 * `scripted`: `ScriptedBackend`, `request_rng`.
@@ -30,7 +33,7 @@ Modules:
 * `calllog`: `CallLog` (JSONL).
 * `config`: `LLMConfig` (YAML section / CLI flags),
   `add_llm_arguments`, `config_from_args`, `make_client`.
-* `testserver`: `OpenAITestServer` with fault injection.
+* `testserver`: `OpenAITestServer`; `testfaults`: its fault schedules and answers.
 """
 
 from __future__ import annotations

@@ -23,10 +23,11 @@ and discovery recall. ::
     rows, run = load_run("study")
     write_report(build_report(rows, config.report, run=run), "study/report")
 
-Modules: `taxonomy` (Θ), `personas`, `preferences` (sparse profiles),
+Modules: `taxonomy` (Θ), `persona_space`, `personas`, `preferences` (sparse profiles),
 `rubrics`, `tasks` (loaders and the built-in set), `matching` (accuracy
 rules), `user` (routers, passive user), `prompts`, `episodes`,
-`judging`, `metrics` (pure), `pipeline`, `report`,
+`judging`, `metrics` (pure), `pipeline` (`generate_dataset`, `run_study`, built on `dataset`,
+`study` and `clients`), `report` (data) with `report_render` and `report_figures`,
 `scripted` (offline roles), `config`, `store`.
 """
 
