@@ -358,7 +358,8 @@ def validate(
         The validated value.
 
     Raises:
-        The exception ``error`` builds, naming source, field path and what is allowed.
+        PrefduelError: the exception ``error`` builds (its own class), naming source, field
+            path and what is allowed.
     """
     try:
         return type_adapter(schema).validate_python(data, context=context)
