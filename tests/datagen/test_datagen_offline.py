@@ -140,11 +140,19 @@ def test_failed_calls_leave_the_run_incomplete_and_a_rerun_resumes(tmp_path):
     client = LLMClient(ScriptedBackend({**handlers, "judge": flaky_judge}), cache=config.llm.cache)
     with client:
         broken = generate(config, client=client, progress=False)
-    assert not broken.complete and broken.world is None and broken.output is None
+    assert not broken.complete and broken.world is None
     failed = broken.stage("judge").failed
     assert failed == expected_calls(config)["judge"] // 2  # every call of one of 2 students
     assert "INCOMPLETE" in broken.summary() and "RuntimeError" in broken.summary()
-    assert not (tmp_path / "world").exists()
+    # no world; only the incomplete run's summary, failures and malformed answers (issue 17)
+    assert broken.output == tmp_path / "world"
+    assert sorted(p.name for p in (tmp_path / "world").rglob("*") if p.is_file()) == [
+        "failures.jsonl",
+        "malformed.jsonl",
+        "summary.json",
+    ]
+    summary = json.loads((tmp_path / "world" / "datagen" / "summary.json").read_text())
+    assert summary["complete"] is False and summary["failed_calls"] == failed
 
     fixed = generate(config, progress=False)
     assert fixed.complete

@@ -4,7 +4,7 @@
 
     prefduel cache stats [--cache PATH] [--prices FILE] [--format text|json]
     prefduel cache clear [--cache PATH] [--role ROLE] [--model MODEL] [--backend NAME]
-                              [--yes]
+                              [--endpoint URL] [--yes]
 
 The cache defaults to ``$PREFDUEL_LLM_CACHE`` or ``.prefduel/llm-cache.sqlite``.
 ``clear`` without ``--yes`` only reports what it would delete (exit status 1).
@@ -64,6 +64,12 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     clear.add_argument(
         "--backend", default=None, metavar="NAME", help="only this backend, e.g. scripted"
     )
+    clear.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="only answers recorded from this base URL (as `cache stats` lists it)",
+    )
     clear.add_argument("--yes", action="store_true", help="really delete")
     return {"cache": cmd_cache}
 
@@ -111,6 +117,15 @@ def _table(title: str, groups: list[CacheGroup], column: str, currency: str) -> 
     return lines
 
 
+def _endpoints(stats: CacheStats) -> list[str]:
+    """Entries per recorded endpoint (answers of one endpoint are not reused for another)."""
+    lines = ["endpoint (answers are reused only for the endpoint that gave them)"]
+    for endpoint, entries in stats.endpoints:
+        name = endpoint or "(not recorded: usable for every endpoint)"
+        lines.append(f"  {entries:>9,}  {name}")
+    return lines
+
+
 def format_stats(stats: CacheStats) -> str:
     """The text report of ``cache stats``."""
     lines = [
@@ -127,6 +142,7 @@ def format_stats(stats: CacheStats) -> str:
             if column == "namespace" and len(groups) < 2:
                 continue
             lines += ["", *_table(title, groups, column, stats.currency)]
+        lines += ["", *_endpoints(stats)]
     if stats.unpriced_models:
         lines += [
             "",
@@ -153,10 +169,21 @@ def cmd_cache_stats(args: argparse.Namespace, out: Any) -> int:
 
 def cmd_cache_clear(args: argparse.Namespace, out: Any) -> int:
     """Delete the matching entries (only with ``--yes``)."""
-    filters = {"role": args.role, "model": args.model, "namespace": args.backend}
+    endpoint = getattr(args, "endpoint", None)
+    filters = {
+        "role": args.role,
+        "model": args.model,
+        "namespace": args.backend,
+        "endpoint": endpoint,
+    }
     described = ", ".join(
         f"{name} {value!r}"
-        for name, value in (("role", args.role), ("model", args.model), ("backend", args.backend))
+        for name, value in (
+            ("role", args.role),
+            ("model", args.model),
+            ("backend", args.backend),
+            ("endpoint", endpoint),
+        )
         if value is not None
     )
     scope = f" matching {described}" if described else ""

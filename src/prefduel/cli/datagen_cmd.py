@@ -11,7 +11,9 @@
 and sends nothing. Otherwise every stage runs through the cache (re-running resumes; no answer
 received is paid twice), with a progress bar per stage on stderr, then the summary is printed
 and the world is written. Exit status 0 when the world was written, 1 when calls failed (re-run
-to resume), 2 on a config or endpoint error, 130 when interrupted.
+to resume), 2 on a config or endpoint error (a refused key, a wrong URL or port: re-running as
+is cannot help; the summary names the base URL and the server's message), 130 when
+interrupted.
 """
 
 from __future__ import annotations
@@ -77,4 +79,6 @@ def cmd_datagen(args: argparse.Namespace, out: Any) -> int:
         )
         raise
     out.write(result.summary())
-    return 0 if result.complete else 1
+    if result.complete:
+        return 0
+    return 2 if result.endpoint_error is not None else 1

@@ -1,6 +1,8 @@
 """From judge picks and rater scores to a stored World (pure functions).
 
-* `tally`: picks ``(I, Q, 15, 4, samples)`` -> wins and valid counts per configuration.
+* `tally`: picks ``(I, Q, 15, 4, samples)`` -> wins and valid counts per configuration;
+  `expected_tally` adds the configurations measured by logprobs (``p * samples`` wins of
+  ``samples``).
 * `judge_probabilities` (TutorSim's, reused): smoothed log-odds averaged over display
   orders and label assignments -> click probabilities ``P (I, Q, K, K)``.
 * `bt_utilities` (TutorSim's, reused): per-(student, question) ridge Bradley-Terry fit
@@ -42,8 +44,40 @@ def tally(picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (picks == 1).sum(axis=-1), (picks >= 0).sum(axis=-1)
 
 
+def expected_tally(
+    picks: np.ndarray, probs: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`tally`, with each configuration measured by logprobs counted as its expectation.
+
+    Args:
+        picks: ``(..., C, samples)`` picks (see `tally`).
+        probs: ``(..., C)`` probability that the lower-index persona wins, from logprobs; NaN
+            where the configuration was sampled (None: all were).
+
+    Returns:
+        ``(wins, total)``: sampled wins plus ``p * samples``, valid picks plus ``samples``
+        where ``p`` is known (ints when ``probs`` is None, else floats). ``samples`` sampled
+        picks of a judge picking with probability ``p`` win ``p * samples`` on average, so both
+        modes feed the same smoothed log-odds in expectation.
+    """
+    wins, total = tally(picks)
+    if probs is None:
+        return wins, total
+    samples = np.shape(picks)[-1]
+    known = np.isfinite(probs)
+    return (
+        wins + np.where(known, np.nan_to_num(probs) * samples, 0.0),
+        total + np.where(known, samples, 0),
+    )
+
+
 def probabilities_and_utilities(
-    picks: np.ndarray, k: int, *, ridge: float, scale: float
+    picks: np.ndarray,
+    k: int,
+    *,
+    ridge: float,
+    scale: float,
+    probs: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Click probabilities and utilities from judge picks.
 
@@ -53,11 +87,12 @@ def probabilities_and_utilities(
         k: Personas.
         ridge: Ridge of the Bradley-Terry fit.
         scale: Logits spanning U in [0, 1].
+        probs: ``(I, Q, k(k-1)/2, 4)`` probabilities from logprobs (see `expected_tally`).
 
     Returns:
         ``P (I, Q, k, k)`` and ``U (I, Q, k)``.
     """
-    wins, total = tally(picks)
+    wins, total = expected_tally(picks, probs)
     prob = judge_probabilities(wins, total, k)
     return prob, bt_utilities(prob, ridge=ridge, scale=scale)
 
@@ -165,36 +200,45 @@ def assemble_world(
     return world
 
 
-def pick_diagnostics(picks: np.ndarray) -> dict[str, float]:
+def pick_diagnostics(picks: np.ndarray, probs: np.ndarray | None = None) -> dict[str, float]:
     """How the judge behaved: position and label biases, indifference.
 
     Args:
         picks: ``(I, Q, pairs, 4, samples)`` picks (see `tally`).
+        probs: ``(I, Q, pairs, 4)`` probabilities from logprobs (see `expected_tally`), whose
+            configurations count as ``samples`` picks at their expectation.
 
     Returns:
         ``valid``, ``missing``, ``first_shown_won`` (share of valid picks that chose the
         answer displayed first; 0.5 = no position bias) and ``label_a_chosen`` (share that
-        chose label A).
+        chose label A); with ``probs``, also ``from_logprobs`` (configurations measured by
+        logprobs, whose pick slots are not missing).
     """
     picks = np.asarray(picks)
-    a_first = np.array([c[0] for c in JUDGE_CONFIGS])[:, None]
-    a_label_a = np.array([c[1] for c in JUDGE_CONFIGS])[:, None]
-    valid = picks >= 0
-    a_won = picks == 1
-    first_won = np.where(a_first, a_won, ~a_won) & valid
-    label_a = np.where(a_label_a, a_won, ~a_won) & valid
-    n_valid = int(valid.sum())
-    return {
-        "valid": n_valid,
-        "missing": int((~valid).sum()),
-        "first_shown_won": float(first_won.sum() / n_valid) if n_valid else float("nan"),
-        "label_a_chosen": float(label_a.sum() / n_valid) if n_valid else float("nan"),
+    a_first = np.array([c[0] for c in JUDGE_CONFIGS])
+    a_label_a = np.array([c[1] for c in JUDGE_CONFIGS])
+    wins, total = expected_tally(picks, probs)
+    known = np.zeros(picks.shape[:-1], bool) if probs is None else np.isfinite(probs)
+    n = float(total.sum())
+    out = {
+        "valid": int((picks >= 0).sum()),
+        "missing": int(((picks < 0) & ~known[..., None]).sum()),
+        "first_shown_won": float(np.where(a_first, wins, total - wins).sum() / n)
+        if n
+        else float("nan"),
+        "label_a_chosen": float(np.where(a_label_a, wins, total - wins).sum() / n)
+        if n
+        else float("nan"),
     }
+    if probs is not None:
+        out["from_logprobs"] = int(known.sum())
+    return out
 
 
 __all__ = [
     "NO_PICK",
     "assemble_world",
+    "expected_tally",
     "layout",
     "pick_diagnostics",
     "probabilities_and_utilities",

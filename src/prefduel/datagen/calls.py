@@ -15,7 +15,12 @@ answer     (question, persona)                               try ``t``
 rater      question (one call rates all K personas)          try ``t``
 judge      (student, question, pair a<b, display order,      ``s + t * samples`` for sample
            label assignment, sample)                         ``s`` and try ``t``
+judge      (student, question, pair a<b, display order,      0, with the ``logprobs`` and
+(logprobs) label assignment)                                 ``top_logprobs`` parameters
 =========  ================================================  ================================
+
+A role with ``structured`` set gets its answer's `AnswerFormat` (`answer_formats`) added by the
+stage engine as ``response_format``.
 
 With the scripted backend every model name is replaced by `scripted_model_name`, a
 fingerprint of the scripted truth: the cache then never serves answers of another truth (e.g.
@@ -33,7 +38,9 @@ from typing import Any
 from prefduel.core.rng import stream
 from prefduel.datagen.config import DatagenConfig, Persona, Student
 from prefduel.datagen.prompts import LABELS
+from prefduel.llm.logprobs import logprob_params
 from prefduel.llm.request import LLMRequest
+from prefduel.llm.structured import AnswerFormat
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS
 
 
@@ -173,7 +180,9 @@ class RequestBuilder:
         }
         self._rater_system = t.rater_system.format_map(self._rater_fields)
 
-    def _request(self, role: str, system: str, user: str, sample: int) -> LLMRequest:
+    def _request(
+        self, role: str, system: str, user: str, sample: int, extra: dict[str, Any] | None = None
+    ) -> LLMRequest:
         seed = self.seeds[role]
         return LLMRequest.chat(
             self.models[role],
@@ -182,7 +191,7 @@ class RequestBuilder:
             role=role,
             sample=sample,
             seed=None if seed is None else seed + sample,
-            **self.params[role],
+            **{**self.params[role], **(extra or {})},
         )
 
     def question_fields(self, spec: QuestionSpec) -> dict[str, str]:
@@ -242,6 +251,8 @@ class RequestBuilder:
         second: str,
         first_label: str,
         sample: int,
+        *,
+        logprobs: bool = False,
     ) -> LLMRequest:
         """The request of one judge pick.
 
@@ -252,6 +263,8 @@ class RequestBuilder:
             second: The answer displayed second.
             first_label: The label of the first answer (``"A"`` or ``"B"``).
             sample: Sample index.
+            logprobs: Ask for ``logprobs`` with ``top_logprobs`` alternatives (the config's
+                ``judge.top_logprobs``).
         """
         t = self.config.templates
         second_label = LABELS[1] if first_label == LABELS[0] else LABELS[0]
@@ -267,7 +280,23 @@ class RequestBuilder:
                 "answer_2": second,
             }
         )
-        return self._request("judge", system, user, sample)
+        extra = logprob_params(self.config.top_logprobs) if logprobs else None
+        return self._request("judge", system, user, sample, extra)
+
+
+def answer_formats(config: DatagenConfig) -> dict[str, AnswerFormat]:
+    """The shape of each role's answer, for structured output: the question and the answer are
+    prose (``{"question": ...}``, ``{"answer": ...}`` in mode ``json_schema``), the rater's scores
+    an object of every persona id, the judge's pick one of the labels."""
+    lo, hi = config.rater_scale
+    return {
+        "question": AnswerFormat.text("question", field="question"),
+        "answer": AnswerFormat.text("answer", field="answer"),
+        "rater": AnswerFormat.scores(
+            "scores", [p.id for p in config.personas], minimum=lo, maximum=hi
+        ),
+        "judge": AnswerFormat.choice("pick", LABELS),
+    }
 
 
 def judge_order(a: int, b: int, condition: int) -> tuple[int, int, str]:
@@ -286,6 +315,7 @@ def judge_order(a: int, b: int, condition: int) -> tuple[int, int, str]:
 __all__ = [
     "QuestionSpec",
     "RequestBuilder",
+    "answer_formats",
     "judge_order",
     "question_bank",
     "rater_example",

@@ -12,6 +12,7 @@ A config is YAML (see ``examples/small.yaml``)::
       default: gpt-4o-mini
       judge: {model: gpt-4o-mini, temperature: 1.0, max_tokens: 4}
     samples: 4                      # judge samples per (pair, display order, label assignment)
+    judge: {mode: samples}          # or logprobs: one call per configuration, P from top_logprobs
     personas: builtin               # TutorSim's six personas; or a list; or {file: ..., take: ...}
     kinds: builtin                  # definition / computation / why
     cues: builtin                   # the 13 first-person cues
@@ -32,6 +33,11 @@ use TutorSim's YAML formats (``prefduel/worlds/data/*.yaml``, read with
 each optionally with ``take: N`` (the first N) or ``take: [id, ...]`` (these, in this order).
 Students may also be rendered from TutorSim's 7-trait template:
 ``students: {template: 20, quirks: 2}`` (`prefduel.datagen.collections`).
+
+A role may ask for structured output (``models.<role>.structured``: ``auto``, ``json_schema``,
+``choice`` for the judge, or ``off``; `prefduel.llm.structured`); a structured judge (``auto`` or
+``json_schema``) gets ``max_tokens: 16`` unless it sets its own (``{"pick": "A"}`` needs more
+than the default 4).
 
 Style, need and taste values (``style:`` of personas, ``need:`` of kinds and cues, ``taste:``,
 ``cue_following`` and ``quirks`` of students) are read only by the offline scripted backend,
@@ -63,8 +69,10 @@ from prefduel.datagen.config_file import (
     DEFAULT_ROLE_SETTINGS,
     ROLES,
     SCRIPTED_PARAMS,
+    STRUCTURED_JUDGE_TOKENS,
     BtSection,
     ConfigFile,
+    JudgeSection,
     ModelsSection,
     PromptsSection,
     QuestionsSection,
@@ -119,6 +127,10 @@ class DatagenConfig:
         students: Student profiles (the judge's roles).
         models: Role -> model settings.
         samples: Judge samples per (pair, display order, label assignment).
+        judge_mode: ``"samples"`` (``samples`` picks per configuration) or ``"logprobs"`` (one
+            call per configuration, its ``top_logprobs`` giving the pick probability; sampling
+            where an answer has none).
+        top_logprobs: Alternatives asked for per token in ``logprobs`` mode.
         cues_per_question: Cues drawn for each (topic, chain, kind): questions =
             topics x chains x kinds x cues_per_question.
         retries: Role -> extra tries (next sample indices) for malformed answers.
@@ -144,6 +156,8 @@ class DatagenConfig:
     students: tuple[Student, ...]
     models: Mapping[str, RoleModel]
     samples: int = 4
+    judge_mode: str = "samples"
+    top_logprobs: int = 5
     cues_per_question: int = 1
     retries: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RETRIES))
     rater_scale: tuple[float, float] = (1.0, 10.0)
@@ -182,10 +196,19 @@ class DatagenConfig:
             "topics": [t.id for t in self.topics],
             "students": [s.id for s in self.students],
             "models": {
-                role: {k: v for k, v in dataclasses.asdict(m).items() if v not in (None, ())}
+                role: {
+                    k: v
+                    for k, v in dataclasses.asdict(m).items()
+                    if v not in (None, ()) and not (k == "structured" and v == "off")
+                }
                 for role, m in self.models.items()
             },
             "samples": self.samples,
+            **(
+                {"judge": {"mode": self.judge_mode, "top_logprobs": self.top_logprobs}}
+                if self.judge_mode != "samples"
+                else {}
+            ),
             "cues_per_question": self.cues_per_question,
             "retries": dict(self.retries),
             "rater_scale": list(self.rater_scale),
@@ -242,7 +265,14 @@ def _models(section: ModelsSection | None, where: Where) -> dict[str, RoleModel]
         if isinstance(entry, str):
             entry = {"model": entry}
         if isinstance(entry, Mapping):
-            entry = {"model": section.default, **DEFAULT_ROLE_SETTINGS[role], **entry}
+            given = dict(entry)
+            entry = {"model": section.default, **DEFAULT_ROLE_SETTINGS[role], **given}
+            if (
+                role == "judge"
+                and given.get("structured") in ("auto", "json_schema")
+                and "max_tokens" not in given
+            ):
+                entry["max_tokens"] = STRUCTURED_JUDGE_TOKENS
         out[role] = validate(
             RoleModel, entry, error=DatagenConfigError, source=where.source, prefix=f"models.{role}"
         )
@@ -311,9 +341,12 @@ def _check_rounds(config: DatagenConfig, where: Where) -> None:
 
 def _settings(top: ConfigFile, n_cues: int, where: Where) -> dict[str, Any]:
     """The config's fields from the sections other than the collections and ``llm``."""
+    judge = top.judge or JudgeSection()
     return {
         "models": _models(top.models, where),
         "samples": top.samples,
+        "judge_mode": judge.mode,
+        "top_logprobs": judge.top_logprobs,
         "cues_per_question": _cues_per_question(top.questions, n_cues, where),
         "retries": (top.retries or RetriesSection()).model_dump(),
         "rater_scale": (top.rater or RaterSection()).scale,

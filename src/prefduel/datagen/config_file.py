@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -26,6 +26,7 @@ from pydantic import (
 from prefduel.core.schema import FORBID_EXTRA, Integer, Real, Text, frozen_dataclass
 from prefduel.datagen.errors import DatagenConfigError
 from prefduel.datagen.prompts import Templates, check_template
+from prefduel.llm.structured import StructuredMode
 from prefduel.worlds.tutorsim_data import DEFAULT_PARAMS
 
 ROLES = ("question", "answer", "rater", "judge")
@@ -37,6 +38,11 @@ DEFAULT_ROLE_SETTINGS: dict[str, dict[str, Any]] = {
     "judge": {"temperature": 1.0, "max_tokens": 4, "expected_tokens": 1},
 }
 DEFAULT_RETRIES = {"question": 2, "answer": 2, "rater": 2, "judge": 0}
+#: A structured judge answer (``{"pick": "A"}``) needs more than the default 4 tokens: the
+#: judge's ``max_tokens`` when ``structured`` is ``auto`` or ``json_schema`` and none is given.
+STRUCTURED_JUDGE_TOKENS = 16
+#: How the judge's pick probability is measured (``judge: {mode: ...}``).
+JudgeMode = Literal["samples", "logprobs"]
 #: Request parameters a role's ``params`` may not set (each has its own key, or is the sample).
 RESERVED_PARAMS = ("model", "messages", "seed", "stream", "n", "temperature", "max_tokens")
 
@@ -96,6 +102,9 @@ class RoleModel:
             (default: ``max_tokens``, an upper bound).
         params: More request parameters sent verbatim (``top_p``, ``reasoning_effort``, ...);
             given as a mapping, stored as sorted pairs.
+        structured: Ask for structured output (``response_format`` with a JSON schema, or a
+            constrained choice for the judge; `prefduel.llm.structured`): ``auto``,
+            ``json_schema``, ``choice`` (judge only) or ``off`` (default).
     """
 
     model: Text
@@ -104,6 +113,7 @@ class RoleModel:
     seed: Count | None = None
     expected_tokens: Positive | None = None
     params: tuple[tuple[str, Any], ...] = ()
+    structured: StructuredMode = "off"
 
     @field_validator("params", mode="before")
     @classmethod
@@ -150,6 +160,16 @@ class RetriesSection(_Section):
     answer: Count = DEFAULT_RETRIES["answer"]
     rater: Count = DEFAULT_RETRIES["rater"]
     judge: Count = DEFAULT_RETRIES["judge"]
+
+
+class JudgeSection(_Section):
+    """``judge``: how the pick probability of each (pair, display order, label assignment) is
+    measured: ``samples`` picks at the judge's temperature (default), or ``logprobs``: one call
+    whose ``top_logprobs`` give it directly (falling back to ``samples`` picks per call when the
+    endpoint returns none)."""
+
+    mode: JudgeMode = "samples"
+    top_logprobs: Annotated[Integer, Field(ge=1, le=20)] = 5
 
 
 class QuestionsSection(_Section):
@@ -237,6 +257,7 @@ class ConfigFile(_Section):
     models: ModelsSection | None = None
     samples: Positive = 4
     retries: RetriesSection | None = None
+    judge: JudgeSection | None = None
     style: Any = "builtin"  # collections: see prefduel.datagen.collections
     personas: Any = "builtin"
     kinds: Any = "builtin"
@@ -259,8 +280,11 @@ __all__ = [
     "RESERVED_PARAMS",
     "ROLES",
     "SCRIPTED_PARAMS",
+    "STRUCTURED_JUDGE_TOKENS",
     "BtSection",
     "ConfigFile",
+    "JudgeMode",
+    "JudgeSection",
     "ModelsSection",
     "PromptsSection",
     "QuestionsSection",

@@ -2,8 +2,9 @@
 
 `build_world` turns the judge picks into ``P`` and ``U``, the rater scores into ``g``, lays out
 the arrivals and assembles the World; `write_outputs` stores it with ``datagen/tables.npz``,
-``questions.jsonl``, ``battles.jsonl`` and ``malformed.jsonl``; `write_summary` writes
-``datagen/summary.json``.
+``questions.jsonl``, ``battles.jsonl`` and ``malformed.jsonl``; an incomplete run writes only
+``datagen/malformed.jsonl`` and ``failures.jsonl`` (`write_incomplete`); `write_summary` writes
+``datagen/summary.json`` (``"complete": false`` for an incomplete run).
 """
 
 from __future__ import annotations
@@ -47,7 +48,11 @@ class Collected:
         dropped: Questions without a usable text or answer (failed calls excluded).
         scores: Asked question -> persona id -> rater score (or a marker).
         picks: Judge picks per (student, question, pair, judge condition, sample); ``NO_PICK``
-            where missing.
+            where missing (or measured by logprobs).
+        probs: Judge mode ``logprobs``: the pair's first persona's pick probability per
+            (student, question, pair, judge condition); NaN where it was sampled. None in
+            mode ``samples``.
+        fallback: Configurations whose logprob reply had none (sampled instead).
     """
 
     specs: list[QuestionSpec]
@@ -57,6 +62,8 @@ class Collected:
     dropped: list[int]
     scores: dict[int, Any]
     picks: np.ndarray
+    probs: np.ndarray | None = None
+    fallback: int = 0
 
 
 def endpoint(client: LLMClient) -> str | None:
@@ -123,6 +130,7 @@ def _world_info(
         "backend": backend,
         "models": models,
         "samples": config.samples,
+        **({"judge_mode": config.judge_mode} if config.judge_mode != "samples" else {}),
         "bt": {"ridge": config.bt_ridge, "scale": config.bt_scale},
         "layout": (
             "students assigned in a seeded balanced random order; each arrival gets "
@@ -161,15 +169,18 @@ def build_world(
             f"(dropped: {result.dropped}); raise the retries or lower world.rounds"
         )
     picks = data.picks[:, usable]
+    probs = data.probs[:, usable] if data.probs is not None else None
     prob, utility = probabilities_and_utilities(
-        picks, config.K, ridge=config.bt_ridge, scale=config.bt_scale
+        picks, config.K, ridge=config.bt_ridge, scale=config.bt_scale, probs=probs
     )
     scores = _rater_scores(config, data)
     g = rater_features(scores)
     student_index, question_index, uniforms = layout(
         len(config.students), len(usable), config.layout.arrivals, config.rounds, config.seed
     )
-    result.diagnostics = pick_diagnostics(picks)
+    result.diagnostics = pick_diagnostics(picks, probs)
+    if probs is not None:
+        result.diagnostics["sampled_without_logprobs"] = data.fallback
     world = assemble_world(
         name=config.name,
         seed=config.seed,
@@ -186,6 +197,8 @@ def build_world(
     )
     wins, total = tally(picks)
     tables = {"P": prob, "U": utility, "wins": wins, "total": total, "scores": scores, "g": g}
+    if probs is not None:
+        tables["judge_p"] = probs
     return world, {**tables, "picks": picks}
 
 
@@ -238,6 +251,15 @@ def write_outputs(result: DatagenResult, tables: dict[str, np.ndarray], data: Co
     _write_lines(extra / "malformed.jsonl", result.malformed)
 
 
+def write_incomplete(result: DatagenResult) -> None:
+    """An incomplete run's ``datagen/malformed.jsonl`` and ``failures.jsonl`` (no world)."""
+    assert result.output is not None
+    extra = result.output / "datagen"
+    extra.mkdir(parents=True, exist_ok=True)
+    _write_lines(extra / "malformed.jsonl", result.malformed)
+    _write_lines(extra / "failures.jsonl", result.failures)
+
+
 def write_summary(result: DatagenResult) -> None:
     """Write ``datagen/summary.json`` (settings used, endpoint, spend, per-stage counts)."""
     assert result.output is not None
@@ -246,6 +268,11 @@ def write_summary(result: DatagenResult) -> None:
     summary = {
         "config": result.config.to_json(),
         "complete": result.complete,
+        **(
+            {"failed_calls": len(result.failures), "endpoint_error": result.endpoint_error}
+            if not result.complete
+            else {}
+        ),
         "backend": result.backend,
         "base_url": result.base_url,
         "spend": result.spend(),
@@ -260,4 +287,11 @@ def write_summary(result: DatagenResult) -> None:
     (extra / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 
-__all__ = ["Collected", "build_world", "endpoint", "write_outputs", "write_summary"]
+__all__ = [
+    "Collected",
+    "build_world",
+    "endpoint",
+    "write_incomplete",
+    "write_outputs",
+    "write_summary",
+]

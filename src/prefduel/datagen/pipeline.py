@@ -52,20 +52,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from prefduel.core.btl import pairs_of
-from prefduel.datagen.aggregate import NO_PICK
-from prefduel.datagen.calls import QuestionSpec, RequestBuilder, judge_order, question_bank
+from prefduel.datagen.calls import QuestionSpec, RequestBuilder, answer_formats, question_bank
 from prefduel.datagen.config import DatagenConfig
-from prefduel.datagen.output import Collected, build_world, endpoint, write_outputs, write_summary
-from prefduel.datagen.prompts import (
-    LABELS,
-    parse_answer,
-    parse_pick,
-    parse_question,
-    parse_scores,
+from prefduel.datagen.judge import JudgeStage
+from prefduel.datagen.output import (
+    Collected,
+    build_world,
+    endpoint,
+    write_incomplete,
+    write_outputs,
+    write_summary,
 )
+from prefduel.datagen.prompts import parse_answer, parse_question, parse_scores
 from prefduel.datagen.results import DatagenPlan, DatagenResult
 from prefduel.datagen.scripted import ScriptedWorld
 from prefduel.llm.cache import ResponseCache, default_cache_path
@@ -84,13 +82,10 @@ from prefduel.llm.stages import (
     StageEstimate,
     StageReport,
 )
-from prefduel.worlds.tutorsim import JUDGE_CONFIGS
 
 STAGES = ("questions", "answers", "rater", "judge")
 ROLE_OF = {"questions": "question", "answers": "answer", "rater": "rater", "judge": "judge"}
 
-#: A judge item: ((student, question, pair, judge condition), sample).
-JudgeJob = tuple[tuple[int, int, int, int], int]
 
 
 class _Placeholder(str):
@@ -114,6 +109,7 @@ class _Pipeline:
     def __init__(self, config: DatagenConfig, sender: Sender, *, scripted: bool) -> None:
         self.config = config
         self.builder = RequestBuilder(config, scripted=scripted)
+        self.formats = answer_formats(config)
         self.engine = StageEngine(sender)
         for stage in STAGES:
             self.engine.report(stage)
@@ -125,6 +121,10 @@ class _Pipeline:
 
     def _tries(self, stage: str) -> int:
         return self.config.retries[ROLE_OF[stage]] + 1
+
+    def _structure(self, role: str) -> dict[str, Any]:
+        """The stage settings that ask for ``role``'s structured output."""
+        return {"answer": self.formats[role], "structured": self.config.models[role].structured}
 
     async def _values(self, stage: Stage[Any], items: Sequence[Any]) -> list[Any]:
         """Run a whole stage over ``items``; the value of each."""
@@ -151,8 +151,18 @@ class _Pipeline:
         if any(isinstance(a, _Placeholder) for qi in usable for a in answers[qi]):
             self.inexact.add("judge")
         scores = await self._rater(specs, questions, asked)
-        picks = await self._judge(specs, questions, answers, usable)
-        return Collected(specs, questions, answers, usable, dropped, scores, picks)
+        judge = await self._judge(specs, questions, answers, usable)
+        return Collected(
+            specs,
+            questions,
+            answers,
+            usable,
+            dropped,
+            scores,
+            judge.picks,
+            probs=judge.probs if self.config.judge_mode == "logprobs" else None,
+            fallback=judge.fallback,
+        )
 
     async def _questions(self, specs: list[QuestionSpec]) -> dict[int, Any]:
         """Bank index -> the question written for it."""
@@ -164,6 +174,7 @@ class _Pipeline:
             placeholder=lambda qi: _Placeholder("q" * self._chars("question")),
             describe=lambda qi: {"item": specs[qi].id},
             tries=self._tries("questions"),
+            **self._structure("question"),
         )
         indexes = [q.index for q in specs]
         return dict(zip(indexes, await self._values(stage, indexes), strict=True))
@@ -184,6 +195,7 @@ class _Pipeline:
             ),
             describe=lambda key: {"item": specs[key[0]].id, "persona": personas[key[1]].id},
             tries=self._tries("answers"),
+            **self._structure("answer"),
         )
         keys = [(qi, p) for qi in asked for p in range(self.config.K)]
         values = iter(await self._values(stage, keys))
@@ -202,52 +214,9 @@ class _Pipeline:
             placeholder=lambda qi: dict.fromkeys(ids, 0.0),
             describe=lambda qi: {"item": specs[qi].id},
             tries=self._tries("rater"),
+            **self._structure("rater"),
         )
         return dict(zip(asked, await self._values(stage, asked), strict=True))
-
-    def _judge_stage(
-        self,
-        specs: list[QuestionSpec],
-        questions: dict[int, Any],
-        answers: dict[int, list[Any]],
-        pairs: np.ndarray,
-    ) -> Stage[JudgeJob]:
-        """One pick: a student judges a pair of answers in one display order and labelling;
-        a retry takes the sample index ``samples`` further."""
-        b, cfg = self.builder, self.config
-
-        def request(job: JudgeJob, previous: tuple[str, ...]) -> Any:
-            (i, qi, j, c), s = job
-            first, second, first_label = judge_order(int(pairs[j, 0]), int(pairs[j, 1]), c)
-            sample = s + len(previous) * cfg.samples
-            return b.judge(
-                cfg.students[i],
-                questions[qi],
-                answers[qi][first],
-                answers[qi][second],
-                first_label,
-                sample,
-            )
-
-        def parse(job: JudgeJob, text: str) -> int | None:
-            pick = parse_pick(text)
-            if pick is None:
-                return None
-            a_label = LABELS[0] if JUDGE_CONFIGS[job[0][3]][1] else LABELS[1]
-            return 1 if pick == a_label else 0
-
-        def describe(job: JudgeJob) -> dict[str, Any]:
-            (i, qi, j, c), _ = job
-            a_first, a_label_a = JUDGE_CONFIGS[c]
-            return {
-                "item": specs[qi].id,
-                "student": cfg.students[i].id,
-                "pair": [cfg.personas[int(pairs[j, 0])].id, cfg.personas[int(pairs[j, 1])].id],
-                "a_first": a_first,
-                "a_label": LABELS[0] if a_label_a else LABELS[1],
-            }
-
-        return Stage("judge", request, parse, describe=describe, tries=self._tries("judge"))
 
     async def _judge(
         self,
@@ -255,35 +224,12 @@ class _Pipeline:
         questions: dict[int, Any],
         answers: dict[int, list[Any]],
         usable: list[int],
-    ) -> np.ndarray:
-        """Picks per (student, question, pair, judge condition, sample): 1 when the pair's
-        first persona won, 0 when the second did, ``NO_PICK`` when missing."""
-        cfg = self.config
-        pairs = pairs_of(cfg.K)
-        n_pairs, n_cfg, samples = len(pairs), len(JUDGE_CONFIGS), cfg.samples
-        picks = np.full(
-            (len(cfg.students), len(specs), n_pairs, n_cfg, samples), NO_PICK, dtype=np.int8
-        )
-        cells = [(i, qi) for i in range(len(cfg.students)) for qi in usable]
-        per_cell = n_pairs * n_cfg * samples
-        stage = self._judge_stage(specs, questions, answers, pairs)
-        self.engine.start("judge", len(cells) * per_cell)
-        group = max(1, CHUNK // per_cell)  # whole cells at a time: bounded memory
-        for start in range(0, len(cells), group):
-            jobs: list[JudgeJob] = [
-                ((i, qi, j, c), s)
-                for i, qi in cells[start : start + group]
-                for j in range(n_pairs)
-                for c in range(n_cfg)
-                for s in range(samples)
-            ]
-            for ((i, qi, j, c), s), outcome in zip(
-                jobs, await self.engine.run(stage, jobs), strict=True
-            ):
-                if isinstance(outcome.value, int):
-                    picks[i, qi, j, c, s] = outcome.value
-        self.engine.finish("judge")
-        return picks
+    ) -> JudgeStage:
+        """Picks (or logprob probabilities) of every judge configuration of the usable
+        questions (`prefduel.datagen.judge`)."""
+        judge = JudgeStage(self.config, self.builder, self.engine, specs, questions, answers)
+        await judge.run(usable)
+        return judge
 
 
 # -- public API --------------------------------------------------------------------------------
@@ -396,7 +342,9 @@ def generate(
         write: Write the world and the ``datagen/`` files.
 
     Returns:
-        The result; ``complete`` is False when calls failed (re-run to resume).
+        The result; ``complete`` is False when calls failed (re-run to resume; with ``write``,
+        ``datagen/summary.json`` marked incomplete, ``failures.jsonl`` and ``malformed.jsonl``
+        are written, no world).
     """
     started = time.perf_counter()
     owned = client is None
@@ -420,12 +368,15 @@ def generate(
         backend=client.namespace,
         base_url=endpoint(client),
     )
+    if write:
+        result.output = Path(output if output is not None else config.output)
     if result.complete:
         models = pipeline.builder.models
         result.world, tables = build_world(config, data, models, client.namespace, result)
         if write:
-            result.output = Path(output if output is not None else config.output)
             write_outputs(result, tables, data)
+    elif write:
+        write_incomplete(result)
     result.seconds = time.perf_counter() - started
     if result.output is not None:
         write_summary(result)

@@ -12,8 +12,22 @@ from pathlib import Path
 from typing import Any
 
 from prefduel.datagen.config import DatagenConfig
+from prefduel.llm.errors import endpoint_problem
 from prefduel.llm.stages import StageEstimate, StageReport
 from prefduel.worlds.world import World
+
+
+def format_rate(calls: int, seconds: float) -> str:
+    """Calls per second with the precision the rate needs: ``10,000``, ``2.5``, ``0.12``,
+    ``0.001`` (a slow endpoint is not shown as 0); ``-`` without calls or time."""
+    if calls <= 0 or seconds <= 0:
+        return "-"
+    rate = calls / seconds
+    if rate >= 100:
+        return f"{rate:,.0f}"
+    if rate >= 1:
+        return f"{rate:.1f}".rstrip("0").rstrip(".") if rate < 10 else f"{rate:.0f}"
+    return f"{rate:.2g}" if rate >= 0.001 else f"{rate:.1e}"
 
 
 @dataclass
@@ -128,6 +142,15 @@ class DatagenResult:
         """The report of stage ``name``."""
         return next(s for s in self.stages if s.stage == name)
 
+    @property
+    def endpoint_error(self) -> str | None:
+        """Why the calls failed when re-running cannot help (a refused key, a wrong URL or
+        port: `prefduel.llm.errors.endpoint_problem`); None when the run is complete or its
+        failures are transient (re-run to resume)."""
+        if self.complete:
+            return None
+        return endpoint_problem(self.failures, answered=sum(s.sent for s in self.stages))
+
     def spend(self) -> dict[str, Any]:
         """Money spent: in this run, in earlier runs, and over all runs (``cumulative``).
 
@@ -163,12 +186,11 @@ class DatagenResult:
             f"{'calls/s':>8s}",
         ]
         for s in [*self.stages, StageReport.total(self.stages)]:
-            rate = s.calls / s.seconds if s.seconds > 0 else 0.0
             lines.append(
                 f"{s.stage:10s} {s.calls:>9,d} {s.cached:>9,d} {s.sent:>9,d} {s.failed:>7,d} "
                 f"{s.malformed:>9,d} {s.retried:>7,d} "
                 f"{s.prompt_tokens + s.completion_tokens:>11,d} {s.cost:>10.4f} "
-                f"{s.seconds:>6.1f} s {rate:>8,.0f}"
+                f"{s.seconds:>6.1f} s {format_rate(s.calls, s.seconds):>8s}"
             )
         return lines
 
@@ -196,6 +218,7 @@ class DatagenResult:
             f"{spend['cumulative']:.4f} {self.currency} over all runs (answers served from the "
             "cache priced from their stored tokens)"
         )
+        lines += self._structured_notes()
         rater = self.stage("rater")
         if rater.unusable:
             lines.append(f"rater: {rater.unusable} question(s) without usable scores (g = 0)")
@@ -203,14 +226,48 @@ class DatagenResult:
             lines.append(f"dropped questions (no usable text or answer): {self.dropped}")
         return lines
 
+    def _structured_notes(self) -> list[str]:
+        """Which path answered the structured calls, and the judge's logprob configurations."""
+        lines = []
+        for s in self.stages:
+            if s.structured or s.structure_ignored or s.structure_rejected:
+                lines.append(
+                    f"{s.stage}: structured output: {s.structured:,d} answer(s) in the schema, "
+                    f"{s.structure_ignored:,d} in free text (schema ignored), "
+                    f"{s.structure_rejected:,d} asked again without it (schema refused)"
+                )
+        d = self.diagnostics
+        if "from_logprobs" in d:
+            lines.append(
+                f"judge: {d['from_logprobs']:,d} configuration(s) measured by logprobs, "
+                f"{d.get('sampled_without_logprobs', 0):,d} sampled instead (no logprobs in "
+                "the reply)"
+            )
+        return lines
+
     def _ending(self) -> list[str]:
-        """INCOMPLETE with the commonest failures, or where the world went."""
+        """INCOMPLETE (or ENDPOINT ERROR) with the commonest failures, or where the world
+        went."""
         lines = []
         if not self.complete:
             reasons = Counter(f["error"] for f in self.failures)
+            written = (
+                f" ({self.output}/datagen/summary.json, failures.jsonl, malformed.jsonl)"
+                if self.output is not None
+                else ""
+            )
+            problem = self.endpoint_error
+            if problem is not None:
+                lines.append(
+                    f"ENDPOINT ERROR: {len(self.failures)} call(s) failed and re-running as is "
+                    f"cannot fix it; no world written{written}. Fix the endpoint settings "
+                    "(--base-url, --api-key-env, the server), then re-run: answered calls are "
+                    f"cached.\n  {problem}"
+                )
+                return lines
             lines.append(
-                f"INCOMPLETE: {len(self.failures)} call(s) failed, no world written; re-run "
-                "the same command to resume (answered calls are cached)"
+                f"INCOMPLETE: {len(self.failures)} call(s) failed, no world written{written}; "
+                "re-run the same command to resume (answered calls are cached)"
             )
             for reason, n in reasons.most_common(3):
                 lines.append(f"  {n} x {reason}")
@@ -226,4 +283,4 @@ class DatagenResult:
         return lines
 
 
-__all__ = ["DatagenPlan", "DatagenResult"]
+__all__ = ["DatagenPlan", "DatagenResult", "format_rate"]

@@ -27,7 +27,8 @@ Use::
 
     world = ScriptedWorld(config)
     client = make_client(llm_config, handlers=world.handlers())     # backend: scripted
-    server = OpenAITestServer(answer=world.http_answer)              # or over HTTP
+    server = OpenAITestServer(answer=world.http_answer,              # or over HTTP, with the
+                              distribution=world.http_distribution)  # judge's logprobs
 """
 
 from __future__ import annotations
@@ -271,6 +272,15 @@ class ScriptedWorld:
 
     def judge(self, request: LLMRequest) -> str:
         """Judge handler: ``A`` or ``B`` from the student's latent utilities."""
+        label_1, label_2, p_first = self.judge_probability(request)
+        rng = request_rng(request)
+        if rng.random() < self.config.scripted.judge_malformed:
+            return _BAD_PICKS[int(rng.integers(len(_BAD_PICKS)))]
+        return label_1 if rng.random() < p_first else label_2
+
+    def judge_probability(self, request: LLMRequest) -> tuple[str, str, float]:
+        """The labels of a judge prompt (first shown, second shown) and the chance that the
+        judge picks the first (malformed answers aside)."""
         sys_fields = self._fields("judge_system", self._message(request, "system"), request)
         f = self._fields("judge_user", self._message(request, "user"), request)
         student = self._student_by_description.get(sys_fields["student"])
@@ -278,12 +288,8 @@ class ScriptedWorld:
             raise ValueError("the judge prompt's student is not in the config")
         first = self._persona_of_answer(f["answer_1"])
         second = self._persona_of_answer(f["answer_2"])
-        label_1, label_2 = f["label_1"], f["label_2"]
-        rng = request_rng(request)
-        if rng.random() < self.config.scripted.judge_malformed:
-            return _BAD_PICKS[int(rng.integers(len(_BAD_PICKS)))]
         v = self.utilities(student, f["question"])
-        first_a = label_1 == LABELS[0]
+        first_a = f["label_1"] == LABELS[0]
         noise = self._judge_noise(student, f["question"])[first, second, 0 if first_a else 1]
         logit = (
             self.prm.judge_beta * (v[first] - v[second])
@@ -291,7 +297,7 @@ class ScriptedWorld:
             + self.prm.judge_label * (1.0 if first_a else -1.0)
             + noise
         )
-        return label_1 if rng.random() < 1.0 / (1.0 + math.exp(-logit)) else label_2
+        return f["label_1"], f["label_2"], 1.0 / (1.0 + math.exp(-logit))
 
     def _judge_noise(self, student: int, question: str) -> np.ndarray:
         """Judge noise ``(K, K, 2)`` of a (student, question): one value per (first shown,
@@ -338,16 +344,32 @@ class ScriptedWorld:
         """Answer a chat-completion JSON body (an ``answer`` function for
         `OpenAITestServer`). The sample index is not sent
         over HTTP, so repeated samples of one prompt get the same answer."""
-        messages = tuple(
-            Message(str(m.get("role")), str(m.get("content")))
-            for m in body.get("messages") or []
-            if isinstance(m, Mapping)
-        )
+        messages = _messages(body)
         if not messages:
             return "no messages"
         role = self.role_of(messages)
         request = LLMRequest(str(body.get("model") or "test-model"), messages, role=role)
         return self.handlers()[role](request)
+
+
+    def http_distribution(self, body: Mapping[str, Any]) -> dict[str, float] | None:
+        """The judge's pick distribution for a chat-completion body (a ``distribution``
+        function for `OpenAITestServer`: the server then draws each
+        pick from it and returns it as ``logprobs``); None for the other roles."""
+        messages = _messages(body)
+        if not messages or self.role_of(messages) != "judge":
+            return None
+        request = LLMRequest(str(body.get("model") or "test-model"), messages, role="judge")
+        label_1, label_2, p_first = self.judge_probability(request)
+        return {label_1: p_first, label_2: 1.0 - p_first}
+
+
+def _messages(body: Mapping[str, Any]) -> tuple[Message, ...]:
+    return tuple(
+        Message(str(m.get("role")), str(m.get("content")))
+        for m in body.get("messages") or []
+        if isinstance(m, Mapping)
+    )
 
 
 def scripted_handlers(config: DatagenConfig) -> dict[str, Handler]:

@@ -22,7 +22,8 @@ Modules:
 * `client`: `LLMClient` (cache, semaphore, retries, budget,
   call log), `run_sync`.
 * `stages`: the one stage engine for LLM batches (`Stage`, `StageEngine`, `ask`, `each`,
-  `ProgressBar`); `senders`: `ClientSender` (live), `CacheSender` (dry run).
+  `ProgressBar`); `senders`: `ClientSender` (live), `CacheSender` (dry run);
+  `concurrency`: `each` and `gather_or_cancel` (a failure cancels and awaits the rest).
 * `estimate`: `estimate_cost`, `CostEstimate` (dry runs).
 * `openai_backend`: `OpenAIBackend` (``openai`` SDK v3; needs
   ``pip install "prefduel[llm]"``; imported lazily).
@@ -33,14 +34,23 @@ Modules:
 * `calllog`: `CallLog` (JSONL).
 * `config`: `LLMConfig` (YAML section / CLI flags),
   `add_llm_arguments`, `config_from_args`, `make_client`.
-* `testserver`: `OpenAITestServer`; `testfaults`: its fault schedules and answers.
+* `structured`: structured outputs (`AnswerFormat`, `StructuredMode`: ``response_format``
+  with a JSON schema or a constrained choice, the free-text parser as the fallback).
+* `logprobs`: `choice_probabilities` (a pick's probability from ``top_logprobs``).
+* `testserver`: `OpenAITestServer`; `testfaults`: its fault schedules; `testanswers`: its
+  structured answers, sampled first tokens and logprobs.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from prefduel.llm.cache import CacheStats, ResponseCache, default_cache_path
+from prefduel.llm.cache import (
+    CacheEndpointWarning,
+    CacheStats,
+    ResponseCache,
+    default_cache_path,
+)
 from prefduel.llm.calllog import CallLog, read_call_log
 from prefduel.llm.client import (
     ClientStats,
@@ -64,6 +74,7 @@ from prefduel.llm.errors import (
     PriceTableError,
     RequestError,
 )
+from prefduel.llm.logprobs import choice_probabilities, logprob_params
 from prefduel.llm.prices import (
     ModelPrice,
     PriceTable,
@@ -79,10 +90,18 @@ from prefduel.llm.request import (
     LLMResponse,
     Message,
     Params,
+    TokenLogprob,
     Usage,
 )
 from prefduel.llm.retry import RetryPolicy
 from prefduel.llm.scripted import DEFAULT_HANDLERS, Handler, ScriptedBackend, request_rng
+from prefduel.llm.structured import (
+    STRUCTURED_MODES,
+    AnswerFormat,
+    StructuredMode,
+    structure,
+    unstructured,
+)
 
 if TYPE_CHECKING:
     from prefduel.llm.openai_backend import OpenAIBackend
@@ -99,7 +118,10 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DEFAULT_HANDLERS",
+    "STRUCTURED_MODES",
+    "AnswerFormat",
     "Backend",
+    "CacheEndpointWarning",
     "CacheError",
     "CacheStats",
     "CallLog",
@@ -124,18 +146,24 @@ __all__ = [
     "ResponseCache",
     "RetryPolicy",
     "ScriptedBackend",
+    "StructuredMode",
+    "TokenLogprob",
     "UnknownModelPriceWarning",
     "Usage",
     "add_llm_arguments",
+    "choice_probabilities",
     "config_from_args",
     "default_cache_path",
     "default_prices",
     "estimate_cost",
     "estimate_tokens",
     "load_prices",
+    "logprob_params",
     "make_backend",
     "make_client",
     "read_call_log",
     "request_rng",
     "run_sync",
+    "structure",
+    "unstructured",
 ]

@@ -1,9 +1,17 @@
 """Persistent SQLite cache of answers, keyed on ``(namespace, request key)``.
 
 One row per answered request: answer text, finish reason, the model the endpoint reported,
-prompt and completion tokens, latency, time; plus the request's role, model and sample index
-(for statistics and ``clear`` filters). Failures are never stored, so re-running a batch sends
-exactly the calls that have no answer yet.
+prompt and completion tokens, latency, time, the token log-probabilities when the request asked
+for them, and the endpoint that answered (its base URL, `public_url` form); plus the request's
+role, model and sample index (for statistics and ``clear`` filters). Failures are never stored,
+so re-running a batch sends exactly the calls that have no answer yet.
+
+Endpoint identity: two servers may serve different weights under the same model alias, so an
+answer recorded from one endpoint is not reused for another. `ResponseCache.get` with an
+``endpoint`` misses (and warns once per pair of endpoints, `CacheEndpointWarning`) when the
+entry was recorded from a different endpoint; the new answer then replaces it. Entries without a
+recorded endpoint (written before endpoints were recorded, or by a backend without one, such as
+the scripted backend) are served to every endpoint, so existing caches stay usable.
 
 Concurrency: the database is in WAL mode (readers never block the writer) with
 ``synchronous=NORMAL`` (a committed answer survives a killed process) and a busy timeout, so
@@ -15,10 +23,12 @@ serializes its connection).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,7 +36,7 @@ from typing import Any
 
 from prefduel.llm.errors import CacheError
 from prefduel.llm.prices import PriceTable
-from prefduel.llm.request import LLMRequest, LLMResponse, Usage
+from prefduel.llm.request import LLMRequest, LLMResponse, TokenLogprob, Usage
 
 #: Environment variable overriding `default_cache_path`.
 CACHE_ENV = "PREFDUEL_LLM_CACHE"
@@ -49,13 +59,52 @@ CREATE TABLE IF NOT EXISTS responses (
     latency REAL NOT NULL,
     created REAL NOT NULL,
     request TEXT,
+    endpoint TEXT,
+    logprobs TEXT,
     PRIMARY KEY (namespace, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta VALUES ('schema', '1');
 """
-_COLUMNS = "response_model, text, finish_reason, prompt_tokens, completion_tokens, created"
+#: Columns added to schema 1 after its first release (added to older files when opened; NULL
+#: in their existing rows).
+_ADDED_COLUMNS = ("endpoint", "logprobs")
+_COLUMNS = (
+    "response_model, text, finish_reason, prompt_tokens, completion_tokens, created, endpoint, "
+    "logprobs"
+)
+_INSERT_COLUMNS = (
+    "namespace, key, role, model, sample, response_model, text, finish_reason, prompt_tokens, "
+    "completion_tokens, latency, created, request, endpoint, logprobs"
+)
+# the first answer of a key wins, unless it came from another endpoint (then the new one does)
+_UPSERT = (
+    f"INSERT INTO responses ({_INSERT_COLUMNS}) VALUES ({','.join('?' * 15)}) "
+    "ON CONFLICT(namespace, key) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _INSERT_COLUMNS.split(", ")[2:])
+    + " WHERE responses.endpoint IS NOT NULL AND excluded.endpoint IS NOT NULL "
+    "AND responses.endpoint != excluded.endpoint"
+)
 _CHUNK = 500  # keys per IN (...) query
+
+
+class CacheEndpointWarning(UserWarning):
+    """A cached answer was recorded from another endpoint than the one asked now (not reused)."""
+
+
+def _logprobs_json(logprobs: tuple[TokenLogprob, ...] | None) -> str | None:
+    if logprobs is None:
+        return None
+    return json.dumps([[t.token, t.logprob, [list(a) for a in t.top]] for t in logprobs])
+
+
+def _logprobs_of(text: str | None) -> tuple[TokenLogprob, ...] | None:
+    if text is None:
+        return None
+    return tuple(
+        TokenLogprob(token, float(lp), tuple((str(a), float(b)) for a, b in top))
+        for token, lp, top in json.loads(text)
+    )
 
 
 def default_cache_path() -> Path:
@@ -93,6 +142,8 @@ class CacheStats:
         newest: Unix time of the newest entry.
         groups: Per (namespace, model, role) breakdown, largest first.
         unpriced_models: Models without a price (counted at 0).
+        endpoints: ``(endpoint, entries)`` per recorded endpoint, largest first (None: entries
+            without one: scripted answers, or written before endpoints were recorded).
     """
 
     path: str
@@ -106,6 +157,7 @@ class CacheStats:
     newest: float | None
     groups: tuple[CacheGroup, ...] = field(default=())
     unpriced_models: tuple[str, ...] = field(default=())
+    endpoints: tuple[tuple[str | None, int], ...] = field(default=())
 
     def by(self, column: str) -> list[CacheGroup]:
         """Groups summed over everything but ``column`` (``"model"``, ``"role"`` or
@@ -138,6 +190,7 @@ class CacheStats:
         data = asdict(self)
         data["groups"] = [asdict(g) for g in self.groups]
         data["unpriced_models"] = list(self.unpriced_models)
+        data["endpoints"] = [{"endpoint": e, "entries": n} for e, n in self.endpoints]
         return data
 
 
@@ -201,6 +254,22 @@ class ResponseCache:
                 f"cache {self.path} has schema {row[0] if row else None!r}; this prefduel "
                 f"reads schema {SCHEMA_VERSION!r}"
             )
+        self._add_columns()
+        self._warned: set[tuple[str, str]] = set()
+
+    def _add_columns(self) -> None:
+        """Add the columns a file written before they existed lacks (its rows keep NULL)."""
+        try:
+            present = {r[1] for r in self._db.execute("PRAGMA table_info(responses)")}
+            for column in _ADDED_COLUMNS:
+                if column not in present:
+                    try:
+                        self._db.execute(f"ALTER TABLE responses ADD COLUMN {column} TEXT")
+                    except sqlite3.OperationalError as exc:
+                        if "duplicate column" not in str(exc):  # another process added it
+                            raise
+        except sqlite3.DatabaseError as exc:
+            raise CacheError(f"cannot upgrade the cache {self.path}: {exc}") from None
 
     def _set_wal(self) -> None:
         """Switch to WAL; retried because the switch can fail while another process opens."""
@@ -237,8 +306,18 @@ class ResponseCache:
         except sqlite3.DatabaseError as exc:
             raise CacheError(f"cache {self.path}: {exc}") from None
 
-    def get(self, request: LLMRequest, namespace: str) -> LLMResponse | None:
-        """The cached answer to ``request`` as a hit (``cached=True``, cost 0), or None."""
+    def get(
+        self, request: LLMRequest, namespace: str, endpoint: str | None = None
+    ) -> LLMResponse | None:
+        """The cached answer to ``request`` as a hit (``cached=True``, cost 0), or None.
+
+        Args:
+            request: The request.
+            namespace: The backend's cache namespace.
+            endpoint: The endpoint that would answer (`public_url` form; None: any). An entry
+                recorded from a different endpoint is a miss (`CacheEndpointWarning`, once per
+                pair); entries without a recorded endpoint serve every endpoint.
+        """
         with self._lock:
             row = self._execute(
                 f"SELECT {_COLUMNS} FROM responses WHERE namespace = ? AND key = ?",
@@ -246,7 +325,10 @@ class ResponseCache:
             ).fetchone()
         if row is None:
             return None
-        model, text, finish, prompt, completion, created = row
+        model, text, finish, prompt, completion, created, recorded, logprobs = row
+        if endpoint is not None and recorded is not None and recorded != endpoint:
+            self._warn_endpoint(recorded, endpoint, request)
+            return None
         return LLMResponse(
             request=request,
             text=text,
@@ -255,10 +337,24 @@ class ResponseCache:
             usage=Usage(prompt, completion),
             cached=True,
             created=created,
+            logprobs=_logprobs_of(logprobs),
         )
 
-    def put(self, response: LLMResponse, namespace: str) -> bool:
-        """Store an ``ok`` answer; the first answer of a key wins.
+    def _warn_endpoint(self, recorded: str, endpoint: str, request: LLMRequest) -> None:
+        if (recorded, endpoint) in self._warned:
+            return
+        self._warned.add((recorded, endpoint))
+        warnings.warn(
+            f"cache {self.path}: answers of {request.model} recorded from {recorded} are not "
+            f"reused for {endpoint} (the same model name may serve other weights there); they "
+            "are asked again and replaced",
+            CacheEndpointWarning,
+            stacklevel=3,
+        )
+
+    def put(self, response: LLMResponse, namespace: str, endpoint: str | None = None) -> bool:
+        """Store an ``ok`` answer; the first answer of a key wins (unless it was recorded from
+        another endpoint than ``endpoint``: then this one replaces it).
 
         Returns:
             True if stored, False if the key was already cached (by any process).
@@ -271,7 +367,7 @@ class ResponseCache:
         req = response.request
         with self._lock:
             cursor = self._execute(
-                "INSERT OR IGNORE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                _UPSERT,
                 (
                     namespace,
                     req.key,
@@ -286,23 +382,31 @@ class ResponseCache:
                     response.latency,
                     response.created or time.time(),
                     req.canonical if self.store_requests else None,
+                    endpoint,
+                    _logprobs_json(response.logprobs),
                 ),
             )
             return cursor.rowcount == 1
 
-    def cached_keys(self, keys: Iterable[str], namespace: str) -> set[str]:
-        """Which of ``keys`` have an answer (batched; for dry runs and progress)."""
+    def cached_keys(
+        self, keys: Iterable[str], namespace: str, endpoint: str | None = None
+    ) -> set[str]:
+        """Which of ``keys`` have an answer (batched; for dry runs and progress); with an
+        ``endpoint``, answers recorded from another endpoint do not count (see `get`)."""
         keys = list(keys)
         found: set[str] = set()
+        same = "" if endpoint is None else " AND (endpoint IS NULL OR endpoint = ?)"
         with self._lock:
             for start in range(0, len(keys), _CHUNK):
                 chunk = keys[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
+                args = (namespace, *chunk) + (() if endpoint is None else (endpoint,))
                 found.update(
                     k
                     for (k,) in self._execute(
-                        f"SELECT key FROM responses WHERE namespace = ? AND key IN ({marks})",
-                        (namespace, *chunk),
+                        f"SELECT key FROM responses WHERE namespace = ? AND key IN ({marks})"
+                        + same,
+                        args,
                     )
                 )
         return found
@@ -323,8 +427,13 @@ class ResponseCache:
         return (k for (k,) in rows)
 
     @staticmethod
-    def _where(role: str | None, model: str | None, namespace: str | None) -> tuple[str, list]:
+    def _where(
+        role: str | None, model: str | None, namespace: str | None, endpoint: str | None = None
+    ) -> tuple[str, list]:
         clauses, args = [], []
+        if endpoint is not None:
+            clauses.append("endpoint = ?")
+            args.append(endpoint)
         if role is not None:
             clauses.append("role = ?")
             args.append(role)
@@ -337,21 +446,32 @@ class ResponseCache:
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
     def count(
-        self, *, role: str | None = None, model: str | None = None, namespace: str | None = None
+        self,
+        *,
+        role: str | None = None,
+        model: str | None = None,
+        namespace: str | None = None,
+        endpoint: str | None = None,
     ) -> int:
-        """Entries matching the filters (``model`` may be a glob pattern such as ``gpt-4o*``)."""
-        where, args = self._where(role, model, namespace)
+        """Entries matching the filters (``model`` may be a glob pattern such as ``gpt-4o*``;
+        ``endpoint`` matches the recorded base URL exactly)."""
+        where, args = self._where(role, model, namespace, endpoint)
         with self._lock:
             return int(self._execute(f"SELECT COUNT(*) FROM responses{where}", args).fetchone()[0])
 
     def clear(
-        self, *, role: str | None = None, model: str | None = None, namespace: str | None = None
+        self,
+        *,
+        role: str | None = None,
+        model: str | None = None,
+        namespace: str | None = None,
+        endpoint: str | None = None,
     ) -> int:
         """Delete the entries matching the filters (all without filters); return how many.
 
         The file shrinks when nothing else has it open (checkpoint and ``VACUUM``).
         """
-        where, args = self._where(role, model, namespace)
+        where, args = self._where(role, model, namespace, endpoint)
         with self._lock:
             deleted = self._execute(f"DELETE FROM responses{where}", args).rowcount
             try:
@@ -375,6 +495,10 @@ class ResponseCache:
             oldest, newest = self._execute(
                 "SELECT MIN(created), MAX(created) FROM responses"
             ).fetchone()
+            endpoints = self._execute(
+                "SELECT endpoint, COUNT(*) FROM responses GROUP BY endpoint "
+                "ORDER BY COUNT(*) DESC, endpoint"
+            ).fetchall()
         groups, unpriced = [], set()
         for namespace, model, role, n, prompt, completion in rows:
             cost = 0.0
@@ -397,4 +521,5 @@ class ResponseCache:
             newest=newest,
             groups=tuple(groups),
             unpriced_models=tuple(sorted(unpriced)),
+            endpoints=tuple((e, int(n)) for e, n in endpoints),
         )

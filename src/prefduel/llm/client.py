@@ -184,6 +184,13 @@ class LLMClient:
         """The backend's cache namespace."""
         return self.backend.namespace
 
+    @property
+    def endpoint(self) -> str | None:
+        """The endpoint the backend sends to (its ``endpoint``: a base URL without
+        credentials), recorded with each cached answer; None for a backend without one."""
+        endpoint = getattr(self.backend, "endpoint", None)
+        return endpoint if isinstance(endpoint, str) and endpoint else None
+
     def stats(self) -> ClientStats:
         """A snapshot of the running totals."""
         return replace(self._stats)
@@ -342,7 +349,7 @@ class LLMClient:
     def _lookup(self, request: LLMRequest) -> LLMResponse | None:
         if self.cache is None:
             return None
-        hit = self.cache.get(request, self.namespace)
+        hit = self.cache.get(request, self.namespace, self.endpoint)
         if hit is None:
             return None
         self._stats.requests += 1
@@ -422,7 +429,7 @@ class LLMClient:
                     error=str(failure),
                 )
                 why = "" if failure.retryable else " (not retryable)"
-                return self._failure(request, f"{failure}{why}", attempt, started)
+                return self._failure(request, f"{failure}{why}", attempt, started, failure)
             wait = self.retry.delay(attempt, key=request.key, retry_after=failure.retry_after)
             self._stats.retries += 1
             self._log(
@@ -462,7 +469,7 @@ class LLMClient:
             # awaited and no other task runs in between, so a kill loses only replies still
             # in flight (see the module docstring)
             if self.cache is not None:
-                self.cache.put(response, self.namespace)
+                self.cache.put(response, self.namespace, self.endpoint)
         finally:  # a paid reply is counted and logged even if the cache cannot take it
             s = self._stats
             s.requests += 1
@@ -483,7 +490,12 @@ class LLMClient:
         return response
 
     def _failure(
-        self, request: LLMRequest, error: str, attempts: int, started: float
+        self,
+        request: LLMRequest,
+        error: str,
+        attempts: int,
+        started: float,
+        cause: LLMCallError | None = None,
     ) -> LLMResponse:
         self._stats.requests += 1
         self._stats.failed += 1
@@ -495,6 +507,9 @@ class LLMClient:
             latency=self._clock() - started,
             created=time.time(),
             error=error,
+            status=cause.status if cause is not None else None,
+            error_kind=cause.kind if cause is not None else "budget",
+            retryable=cause.retryable if cause is not None else True,
         )
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from prefduel.core.errors import PrefduelError
 
 
@@ -54,3 +58,33 @@ class LLMCallError(LLMError, RuntimeError):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+
+
+#: Failure kinds that re-sending cannot fix when they are not retryable (an HTTP 401, 403 or
+#: 404, a missing key variable): the endpoint settings are wrong.
+PERMANENT_KINDS = ("http", "config")
+
+
+def endpoint_problem(failures: Iterable[Mapping[str, Any]], *, answered: int) -> str | None:
+    """The error that makes a batch's failures a settings problem rather than a resumable one.
+
+    Args:
+        failures: Failure records (`prefduel.llm.stages.StageEngine.failures`: ``error``,
+            ``kind``, ``permanent``).
+        answered: Calls the endpoint answered in the same run.
+
+    Returns:
+        The commonest permanent error (``permanent`` and of a `PERMANENT_KINDS` kind), or, when
+        the endpoint answered nothing and every failure is a connection error (a wrong address
+        or port, or a server that is not running), the commonest of those; else None (transient
+        failures: re-running resumes).
+    """
+    records = list(failures)
+    permanent = [
+        f["error"] for f in records if f.get("permanent") and f.get("kind") in PERMANENT_KINDS
+    ]
+    if permanent:
+        return Counter(permanent).most_common(1)[0][0]
+    if records and answered == 0 and all(f.get("kind") == "connection" for f in records):
+        return Counter(f["error"] for f in records).most_common(1)[0][0]
+    return None

@@ -30,8 +30,15 @@ come out as `LLMCallError`:
 * malformed JSON, no ``choices``, no text: ``kind="malformed"``, retryable;
 * content filter: ``kind="refused"``, not retryable.
 
+HTTP errors and connection errors name the endpoint's base URL and keep the server's own
+message (``error.message`` of OpenAI-style bodies, ``detail`` of FastAPI servers such as
+llama-cpp-python's, or a plain-text body); a 404 from a base URL that does not end in ``/v1``
+says that it usually does.
+
 Sampling parameters are sent verbatim in the JSON body (``extra_body``), so endpoint-specific
-ones (``top_k``, ``min_p``, ``repetition_penalty``, ...) pass through.
+ones (``top_k``, ``min_p``, ``repetition_penalty``, ``response_format``, ``logprobs``,
+``top_logprobs``, ...) pass through; the ``logprobs`` of a reply are returned
+(`LLMResponse.logprobs`).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from prefduel.llm.errors import LLMCallError, LLMConfigError
-from prefduel.llm.request import LLMRequest, LLMResponse, Usage
+from prefduel.llm.request import LLMRequest, LLMResponse, TokenLogprob, Usage
 from prefduel.llm.retry import is_retryable_status, parse_retry_after
 
 #: Default name of the API-key environment variable.
@@ -301,7 +308,10 @@ class OpenAIBackend:
             cause = exc.__cause__
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
             raise LLMCallError(
-                f"connection error: {self._short(detail)}", kind="connection", retryable=True
+                f"connection error: cannot reach {self.endpoint} ({self._short(detail)}); is "
+                "the server running at this address and port?",
+                kind="connection",
+                retryable=True,
             ) from None
         except openai.APIResponseValidationError as exc:
             raise LLMCallError(
@@ -311,10 +321,10 @@ class OpenAIBackend:
             ) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
-            body = exc.body
-            message = body.get("message") if isinstance(body, dict) else None
+            message = server_message(exc.body) or exc.message
             raise LLMCallError(
-                f"HTTP {status}: {self._short(str(message or exc.message))}",
+                f"HTTP {status} from {self.endpoint}: {self._short(message)}"
+                + self._hint(status),
                 kind="http",
                 status=status,
                 retryable=is_retryable_status(status),
@@ -328,6 +338,20 @@ class OpenAIBackend:
             ) from None
         # scrubbed here, on the one path every reply takes before it is cached or written
         return self._scrubbed(self._parse(request, completion), client)
+
+    def _hint(self, status: int) -> str:
+        """What a permanent status usually means for this endpoint ("" when nothing)."""
+        url = self.endpoint
+        if status == 404 and not urlsplit(url).path.rstrip("/").endswith("/v1"):
+            return (
+                f"; the base URL of an OpenAI-compatible server usually ends in /v1: try "
+                f"--base-url {url}/v1"
+            )
+        if status in (401, 403):
+            if self.api_key_env is None:
+                return "; the endpoint wants an API key: --api-key-env NAME"
+            return f"; check the key in ${self.api_key_env}"
+        return ""
 
     def _parse(self, request: LLMRequest, completion: Any) -> LLMResponse:
         if isinstance(completion, str):
@@ -374,4 +398,57 @@ class OpenAIBackend:
                 completion_tokens if isinstance(completion_tokens, int) else 0,
             ),
             created=time.time(),
+            logprobs=token_logprobs(getattr(choice, "logprobs", None)),
         )
+
+
+def server_message(body: Any) -> str | None:
+    """The server's own words in an error body: OpenAI's ``message``, FastAPI's ``detail`` (a
+    string, or a list of validation errors ``{"loc": [...], "msg": ...}``), or plain text."""
+    if isinstance(body, str):
+        return body.strip() or None
+    if not isinstance(body, Mapping):
+        return None
+    for name in ("message", "detail", "error", "msg"):
+        value = body.get(name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if isinstance(value, Mapping):
+            return server_message(value)
+        if isinstance(value, list) and value:
+            parts = []
+            for item in value:
+                if isinstance(item, Mapping):
+                    where = ".".join(str(x) for x in item.get("loc") or ())
+                    text = str(item.get("msg") or item.get("message") or item)
+                    parts.append(f"{where}: {text}" if where else text)
+                else:
+                    parts.append(str(item))
+            return "; ".join(parts)
+    return None
+
+
+def token_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
+    """``choices[0].logprobs.content`` of a completion as `TokenLogprob` s (None when absent
+    or not in the documented shape)."""
+    content = getattr(logprobs, "content", None)
+    if content is None and isinstance(logprobs, Mapping):
+        content = logprobs.get("content")
+    if not isinstance(content, list) or not content:
+        return None
+    out = []
+    for entry in content:
+        token, logprob = _field(entry, "token"), _field(entry, "logprob")
+        if not isinstance(token, str) or not isinstance(logprob, int | float):
+            return None
+        top = []
+        for alt in _field(entry, "top_logprobs") or ():
+            alt_token, alt_logprob = _field(alt, "token"), _field(alt, "logprob")
+            if isinstance(alt_token, str) and isinstance(alt_logprob, int | float):
+                top.append((alt_token, float(alt_logprob)))
+        out.append(TokenLogprob(token, float(logprob), tuple(top)))
+    return tuple(out)
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)

@@ -321,6 +321,21 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
+class TokenLogprob(NamedTuple):
+    """One generated token with its log-probability and the most likely alternatives.
+
+    Attributes:
+        token: The token as generated.
+        logprob: Its natural-log probability.
+        top: ``(token, logprob)`` of the most likely tokens at this position (the endpoint's
+            ``top_logprobs``; may be empty).
+    """
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
 @dataclass(frozen=True)
 class LLMResponse:
     """The outcome of one request: an answer, or a recorded failure.
@@ -339,6 +354,13 @@ class LLMResponse:
         latency: Seconds from the first attempt to the outcome, backoff included.
         created: Unix time at which the answer was produced (for a hit: when it was cached).
         error: Why the call failed (None when ``ok``); never contains the API key.
+        status: The HTTP status of the last failed attempt, when the endpoint answered with one.
+        error_kind: The `LLMCallError` kind of the last failed attempt (``"http"``,
+            ``"connection"``, ``"timeout"``, ...; None when ``ok``).
+        retryable: Whether the same request may succeed when sent again (False for a
+            permanent error such as 401 or 404; None when ``ok``).
+        logprobs: Per generated token, its log-probability and top alternatives, when the
+            request asked for them (``logprobs=True``) and the endpoint returned them.
     """
 
     request: LLMRequest
@@ -353,6 +375,10 @@ class LLMResponse:
     latency: float = 0.0
     created: float = 0.0
     error: str | None = None
+    status: int | None = None
+    error_kind: str | None = None
+    retryable: bool | None = None
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -426,6 +452,7 @@ __all__ = [
     "Message",
     "ParamValue",
     "Params",
+    "TokenLogprob",
     "Usage",
     "messages_of",
 ]

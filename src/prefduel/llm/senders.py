@@ -42,6 +42,11 @@ class StageReport:
         malformed: Answers that could not be parsed.
         retried: Extra requests for malformed answers.
         unusable: Items left without a usable answer after all tries.
+        structured: Answers that followed the requested JSON schema (structured output).
+        structure_ignored: Answers to a structured request that came back as free text (read
+            by the text parser).
+        structure_rejected: Structured requests the endpoint refused (HTTP 400, 422, ...), each
+            asked again without ``response_format`` (counted in ``calls`` too).
         prompt_tokens: Prompt tokens sent in this run.
         completion_tokens: Completion tokens received in this run.
         cost: Money spent in this run.
@@ -59,6 +64,9 @@ class StageReport:
     malformed: int = 0
     retried: int = 0
     unusable: int = 0
+    structured: int = 0
+    structure_ignored: int = 0
+    structure_rejected: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
@@ -349,6 +357,8 @@ class CacheSender:
         prices: Price table.
         billable: Whether that backend costs money.
         completion: Role -> expected completion tokens of a call.
+        endpoint: The endpoint that would answer (cached answers recorded from another endpoint
+            do not count; None: any).
     """
 
     dry = True
@@ -361,8 +371,10 @@ class CacheSender:
         *,
         billable: bool,
         completion: Mapping[str, int],
+        endpoint: str | None = None,
     ) -> None:
         self.cache = cache
+        self.endpoint = endpoint
         self.namespace = namespace
         self.prices = prices
         self.billable = billable
@@ -391,7 +403,11 @@ class CacheSender:
         out: list[LLMResponse | None] = []
         uncached = []
         for request in requests:
-            hit = self.cache.get(request, self.namespace) if self.cache is not None else None
+            hit = (
+                self.cache.get(request, self.namespace, self.endpoint)
+                if self.cache is not None
+                else None
+            )
             out.append(hit)
             if hit is None:
                 uncached.append(request)

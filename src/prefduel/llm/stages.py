@@ -9,7 +9,15 @@ and reads the reply. A `Stage` describes it with small functions:
 * ``placeholder(item)``: the value of an item whose reply is not known yet (a dry run reads the
   cache only);
 * ``fallback(item, replies)``: the value once every try was malformed (default `MALFORMED`);
-* ``describe(item)``: fields naming the item in progress and error records.
+* ``describe(item)``: fields naming the item in progress and error records;
+* ``answer`` and ``structured``: the shape of the answer and the role's `StructuredMode`, to ask
+  the endpoint for structured output (`prefduel.llm.structured`): the engine adds
+  ``response_format`` to each request, unwraps a reply that follows the schema before
+  ``parse`` reads it, lets ``parse`` read free text when the endpoint ignored the schema, and
+  asks again without ``response_format`` when the endpoint refused it (per call); `Outcome.path`
+  and the stage's report say which path answered;
+* ``read(item, text, response)``: like ``parse`` with the whole response (e.g. its
+  ``logprobs``), used instead of it when given.
 
 `StageEngine` runs stages and does the rest in one place, through a sender
 (`prefduel.llm.senders`, importable from here too):
@@ -36,11 +44,11 @@ missing calls are sent. A call that fails is recorded, never raised: its item's 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from prefduel.llm.concurrency import each
 from prefduel.llm.request import Completer, LLMRequest, LLMResponse
 from prefduel.llm.senders import (
     CacheSender,
@@ -49,6 +57,17 @@ from prefduel.llm.senders import (
     Sender,
     StageEstimate,
     StageReport,
+)
+from prefduel.llm.structured import (
+    PATH_IGNORED,
+    PATH_REJECTED,
+    PATH_SCHEMA,
+    STRUCTURED_MODES,
+    AnswerFormat,
+    StructuredMode,
+    is_structured,
+    rejected,
+    structure,
 )
 
 #: Requests handed to the client at once (bounds memory for millions of calls).
@@ -108,9 +127,13 @@ class Stage(Generic[Item]):
         describe: ``item -> fields`` naming it in the malformed and failure records (default
             ``{"item": str(item)}``).
         tries: Requests per item at most (the first included) while replies are malformed.
+        answer: The shape of the answer, for structured output (None: never structured).
+        structured: How to ask for it (`StructuredMode`; ``"off"``: never).
+        read: ``(item, reply text, response) -> value``: ``parse`` with the whole response
+            (e.g. its ``logprobs``); used instead of ``parse`` when given.
 
     Raises:
-        ValueError: ``tries`` < 1.
+        ValueError: ``tries`` < 1, or a ``structured`` mode the answer does not allow.
     """
 
     name: str
@@ -120,10 +143,28 @@ class Stage(Generic[Item]):
     fallback: Callable[[Item, tuple[str, ...]], Any] = _malformed
     describe: Callable[[Item], dict[str, Any]] = _item_name
     tries: int = 1
+    answer: AnswerFormat | None = None
+    structured: StructuredMode = "off"
+    read: Callable[[Item, str, LLMResponse], Any] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.tries, bool) or not isinstance(self.tries, int) or self.tries < 1:
             raise ValueError(f"stage {self.name}: tries: expected an int >= 1, got {self.tries!r}")
+        if self.structured not in STRUCTURED_MODES:
+            raise ValueError(
+                f"stage {self.name}: structured: expected one of {list(STRUCTURED_MODES)}, got "
+                f"{self.structured!r}"
+            )
+        if self.answer is not None:
+            self.answer.response_format(self.structured)  # ValueError: e.g. "choice" of prose
+
+    def build(self, item: Item, previous: tuple[str, ...], *, plain: bool = False) -> LLMRequest:
+        """The request for ``item``, with ``response_format`` as ``structured`` says (none when
+        ``plain``: the endpoint refused it)."""
+        request = self.request(item, previous)
+        if plain or self.answer is None:
+            return request
+        return structure(request, self.answer, self.structured)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +178,10 @@ class Outcome:
         request: The last request made.
         replies: The malformed replies, in order.
         error: Why the call failed (`FAILED` only).
+        path: Which path answered the last request of a stage that asks for structured
+            output (`prefduel.llm.structured.PATHS`: ``"schema"``, ``"ignored"``,
+            ``"rejected"``); None when none was asked (or no reply is known).
+        response: The last response (None in a dry run for an uncached call).
     """
 
     value: Any
@@ -144,6 +189,8 @@ class Outcome:
     request: LLMRequest
     replies: tuple[str, ...] = ()
     error: str | None = None
+    path: str | None = None
+    response: LLMResponse | None = None
 
     @property
     def failed(self) -> bool:
@@ -163,7 +210,8 @@ class StageEngine:
         malformed: One record per malformed reply: ``stage``, the ``describe`` fields,
             ``sample``, ``try`` (0 for the first request) and ``text`` (first 500 characters).
         failures: One record per call without an answer: ``stage``, the ``describe`` fields,
-            ``sample`` and ``error``.
+            ``sample`` and ``error``; ``kind`` (`LLMCallError` kind), ``status`` (HTTP) and
+            ``permanent`` (re-sending cannot help, e.g. 401 or 404) when known.
     """
 
     def __init__(self, sender: Sender, *, chunk: int = CHUNK) -> None:
@@ -194,6 +242,7 @@ class StageEngine:
         report = self.report(stage.name)
         outcomes: list[Outcome | None] = [None] * len(items)
         replies: list[tuple[str, ...]] = [()] * len(items)
+        plain: set[int] = set()  # items whose structured request the endpoint refused
         pending = list(range(len(items)))
         for attempt in range(stage.tries):
             if not pending:
@@ -204,10 +253,7 @@ class StageEngine:
             again = []
             for start in range(0, len(pending), self.chunk):
                 chunk = pending[start : start + self.chunk]
-                requests = [stage.request(items[i], replies[i]) for i in chunk]
-                responses = await self.sender.send(report, requests)
-                for i, request, response in zip(chunk, requests, responses, strict=True):
-                    outcome = self._read(stage, report, items[i], request, response, replies[i])
+                for i, outcome in await self._ask(stage, report, items, chunk, replies, plain):
                     if isinstance(outcome, str):  # malformed, tries left: ask again
                         replies[i] = (*replies[i], outcome)
                         again.append(i)
@@ -218,6 +264,83 @@ class StageEngine:
         assert len(done) == len(items), "every item ends with an outcome on its last try"
         return done
 
+    async def _ask(
+        self,
+        stage: Stage[Item],
+        report: StageReport,
+        items: Sequence[Item],
+        chunk: list[int],
+        replies: list[tuple[str, ...]],
+        plain: set[int],
+    ) -> list[tuple[int, Outcome | str]]:
+        """One request per item of ``chunk``; the items whose structured request the endpoint
+        refused are asked again at once without ``response_format`` (and stay plain)."""
+        requests = [stage.build(items[i], replies[i], plain=i in plain) for i in chunk]
+        responses = await self.sender.send(report, requests)
+        read: list[tuple[int, Outcome | str]] = []
+        refused = []
+        for i, request, response in zip(chunk, requests, responses, strict=True):
+            if response is not None and rejected(response):
+                report.failed -= 1  # counted by the sender, but answered by the fallback below
+                report.structure_rejected += 1
+                refused.append(i)
+                plain.add(i)
+            else:
+                outcome = self._read(
+                    stage, report, items[i], request, response, replies[i], i in plain
+                )
+                read.append((i, outcome))
+        if refused:
+            self.sender.grow(len(refused))
+            requests = [stage.build(items[i], replies[i], plain=True) for i in refused]
+            responses = await self.sender.send(report, requests)
+            for i, request, response in zip(refused, requests, responses, strict=True):
+                outcome = self._read(stage, report, items[i], request, response, replies[i], True)
+                read.append((i, outcome))
+        return read
+
+    def _fail(
+        self, stage: Stage[Item], item: Item, request: LLMRequest, response: LLMResponse
+    ) -> None:
+        """Record a call without an answer."""
+        record = {
+            "stage": stage.name,
+            **stage.describe(item),
+            "sample": request.sample,
+            "error": response.error or "failed",
+        }
+        if response.error_kind is not None:
+            record["kind"] = response.error_kind
+        if response.status is not None:
+            record["status"] = response.status
+        if response.retryable is False:
+            record["permanent"] = True
+        self.failures.append(record)
+
+    def _value(
+        self,
+        stage: Stage[Item],
+        report: StageReport,
+        item: Item,
+        response: LLMResponse,
+        plain: bool,
+    ) -> tuple[Any, str | None]:
+        """The parsed value of an answer (None: malformed) and the path that answered."""
+        text = response.text or ""
+        path = None
+        if stage.answer is not None and is_structured(response.request):
+            text, followed = stage.answer.unwrap(text)
+            path = PATH_SCHEMA if followed else PATH_IGNORED
+            if followed:
+                report.structured += 1
+            else:
+                report.structure_ignored += 1
+        elif plain:
+            path = PATH_REJECTED
+        if stage.read is not None:
+            return stage.read(item, text, response), path
+        return stage.parse(item, text), path
+
     def _read(
         self,
         stage: Stage[Item],
@@ -226,25 +349,20 @@ class StageEngine:
         request: LLMRequest,
         response: LLMResponse | None,
         previous: tuple[str, ...],
+        plain: bool = False,
     ) -> Outcome | str:
-        """The outcome of one reply, or the reply's text to ask again (malformed, tries left)."""
+        """The outcome of one reply, or the reply's text to ask again (malformed, tries left);
+        ``plain``: the item's structured request was refused."""
         tries = len(previous) + 1
         if response is None:
             return Outcome(stage.placeholder(item), tries, request, previous)
         if not response.ok:
-            self.failures.append(
-                {
-                    "stage": stage.name,
-                    **stage.describe(item),
-                    "sample": request.sample,
-                    "error": response.error or "failed",
-                }
-            )
-            return Outcome(FAILED, tries, request, previous, response.error)
-        text = response.text or ""
-        value = stage.parse(item, text)
+            self._fail(stage, item, request, response)
+            return Outcome(FAILED, tries, request, previous, response.error, response=response)
+        value, path = self._value(stage, report, item, response, plain)
         if value is not None:
-            return Outcome(value, tries, request, previous)
+            return Outcome(value, tries, request, previous, path=path, response=response)
+        text = response.text or ""
         report.malformed += 1
         self.malformed.append(
             {
@@ -259,7 +377,9 @@ class StageEngine:
             return text
         report.unusable += 1
         replies = (*previous, text)
-        return Outcome(stage.fallback(item, replies), tries, request, replies)
+        return Outcome(
+            stage.fallback(item, replies), tries, request, replies, path=path, response=response
+        )
 
 
 async def ask(stage: Stage[Item], item: Item, client: Completer) -> Outcome:
@@ -271,35 +391,6 @@ async def ask(stage: Stage[Item], item: Item, client: Completer) -> Outcome:
     sender = ClientSender(client, batch=False, price_hits=False)
     (outcome,) = await StageEngine(sender).run(stage, [item])
     return outcome
-
-
-async def each(
-    items: Sequence[Item],
-    work: Callable[[Item], Awaitable[None]],
-    *,
-    in_flight: int,
-    progress: Callable[[int, int], None] | None = None,
-) -> None:
-    """Work on ``items`` concurrently, at most ``in_flight`` at once.
-
-    Args:
-        items: The items.
-        work: The work on one item (its own failures are its business).
-        in_flight: Items worked on at once (calls are further limited by the client).
-        progress: Called with ``(done, total)`` after each item.
-    """
-    gate = asyncio.Semaphore(in_flight)
-    done = 0
-
-    async def one(item: Item) -> None:
-        nonlocal done
-        async with gate:
-            await work(item)
-            done += 1
-            if progress is not None:
-                progress(done, len(items))
-
-    await asyncio.gather(*(one(item) for item in items))
 
 
 __all__ = [

@@ -5,7 +5,8 @@ a `Fault`:
 
 * ``Fault.http(status, retry_after=..., retry_after_ms=...)``: an error status (429, 500, 503,
   400, ...) with optional ``retry-after`` / ``retry-after-ms`` headers; ``echo_auth=True`` puts
-  the received ``Authorization`` header into the error message (to test redaction);
+  the received ``Authorization`` header into the error message (to test redaction); ``body=``
+  sends that body instead of an OpenAI-style error (e.g. FastAPI's ``{"detail": "..."}``);
 * ``Fault.timeout(delay)``: answer only after ``delay`` seconds (longer than the client's
   timeout);
 * ``Fault.malformed()``: status 200, ``application/json``, a body that is not JSON;
@@ -55,6 +56,7 @@ class Fault:
         echo_auth: Put the received ``Authorization`` header into the error message.
         echo_where: ``echo`` faults: where the credentials go in the answer (`ECHO_PLACES`).
         echo_model: ``echo`` faults: also append the bearer token to the reported model name.
+        body: ``http`` faults: the response body, verbatim (None: an OpenAI-style error).
     """
 
     kind: str
@@ -65,6 +67,7 @@ class Fault:
     echo_auth: bool = False
     echo_where: str = "append"
     echo_model: bool = False
+    body: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -80,14 +83,17 @@ class Fault:
         retry_after: float | str | None = None,
         retry_after_ms: float | str | None = None,
         echo_auth: bool = False,
+        body: Any = None,
     ) -> Fault:
-        """An error status with optional ``retry-after`` / ``retry-after-ms`` headers."""
+        """An error status with optional ``retry-after`` / ``retry-after-ms`` headers and body
+        (a string verbatim, anything else as JSON)."""
         return cls(
             "http",
             status=status,
             retry_after=None if retry_after is None else str(retry_after),
             retry_after_ms=None if retry_after_ms is None else str(retry_after_ms),
             echo_auth=echo_auth,
+            body=body if body is None or isinstance(body, str) else json.dumps(body),
         )
 
     @classmethod

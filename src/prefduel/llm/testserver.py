@@ -10,7 +10,10 @@ Standard library only (``http.server`` in a background thread)::
         assert all(r.attempt <= 1 for r in server.requests)
 
 It serves ``POST /v1/chat/completions`` (answer: `default_answer` of the JSON body, or
-your ``answer`` function) and ``GET /v1/models``. Before answering, the fault schedule (a
+your ``answer`` function) and ``GET /v1/models``. It honours ``response_format`` (a JSON schema:
+the answer is put into it), or ignores or rejects it (``structured=``); draws the first answer
+token from a ``distribution`` function when given; and returns ``logprobs`` when asked
+(`prefduel.llm.testanswers`). Before answering, the fault schedule (a
 function of the `ReceivedRequest`) may pick a `Fault`: an HTTP error status (with
 ``retry-after``), a timeout, a malformed or truncated body, a dropped connection, valid JSON of
 the wrong shape, or a hostile successful answer that echoes the received credentials. Faults,
@@ -35,6 +38,14 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from prefduel.llm.testanswers import (
+    SERVER_STRUCTURED,
+    DistributionFn,
+    conform,
+    draw,
+    json_schema,
+    logprobs_payload,
+)
 from prefduel.llm.testfaults import (
     ECHO_PLACES,
     FAULT_KINDS,
@@ -132,16 +143,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if fault is not None and fault.kind == "http":
-            message = f"injected fault: HTTP {fault.status}"
-            if fault.echo_auth:
-                message += f" (received Authorization: {received.headers.get('authorization')})"
-            headers = {}
-            if fault.retry_after is not None:
-                headers["retry-after"] = fault.retry_after
-            if fault.retry_after_ms is not None:
-                headers["retry-after-ms"] = fault.retry_after_ms
-            error = {"error": {"message": message, "type": "injected", "code": fault.status}}
-            self._send(fault.status, json.dumps(error).encode(), headers=headers)
+            self._http_fault(fault, received)
+            return
+        if json_schema(body) is not None and owner.structured == "reject":
+            error = {"error": {"message": "response_format is not supported by this server"}}
+            self._send(400, json.dumps(error).encode())
             return
         if fault is not None and fault.kind == "timeout":
             if owner._stopping.wait(fault.delay):
@@ -155,19 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "bad_shape":
             self._send(200, b'{"id": "chatcmpl-empty", "object": "chat.completion"}')
             return
-        text = owner.answer(body)
         echoing = fault is not None and fault.kind == "echo"
-        if fault is not None and echoing:
-            authorization = received.headers.get("authorization")
-            echo = echo_text(authorization)
-            text = {
-                "append": f"{text} {echo}",
-                "prepend": f"{echo} {text}",
-                "replace": echo,
-            }[fault.echo_where]
-        data = completion_payload(body, text)
-        if fault is not None and echoing and fault.echo_model:
-            data["model"] = f"{data['model']}+{bearer_token(authorization)}"
+        data = owner.completion(body, received, fault if echoing else None)
         payload = json.dumps(data).encode()
         if fault is not None and fault.kind == "truncated":
             self._send(200, payload[: len(payload) // 2], declared_length=len(payload))
@@ -176,6 +171,22 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, payload)
         if fault is None or echoing:
             owner._answered(received)
+
+    def _http_fault(self, fault: Fault, received: ReceivedRequest) -> None:
+        """An error status: the fault's own body, or an OpenAI-style error object."""
+        headers = {}
+        if fault.retry_after is not None:
+            headers["retry-after"] = fault.retry_after
+        if fault.retry_after_ms is not None:
+            headers["retry-after-ms"] = fault.retry_after_ms
+        if fault.body is not None:
+            self._send(fault.status, fault.body.encode(), headers=headers)
+            return
+        message = f"injected fault: HTTP {fault.status}"
+        if fault.echo_auth:
+            message += f" (received Authorization: {received.headers.get('authorization')})"
+        error = {"error": {"message": message, "type": "injected", "code": fault.status}}
+        self._send(fault.status, json.dumps(error).encode(), headers=headers)
 
 
 class OpenAITestServer:
@@ -188,6 +199,15 @@ class OpenAITestServer:
         latency: Seconds each normal answer takes.
         host: Interface (default 127.0.0.1).
         port: Port (0: any free port).
+        structured: What to do with a ``response_format`` JSON schema: ``"honour"`` (answer
+            in it), ``"ignore"`` (free text) or ``"reject"`` (HTTP 400).
+        distribution: The first answer token's probabilities for a body (None: answer as
+            ``answer`` says); the token is drawn per request (see `testanswers.draw`).
+        logprobs: Return ``logprobs`` when a request asks for them (False: never, as
+            endpoints without logprobs).
+
+    Raises:
+        ValueError: An unknown ``structured`` value.
     """
 
     def __init__(
@@ -198,9 +218,17 @@ class OpenAITestServer:
         latency: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        structured: str = "honour",
+        distribution: DistributionFn | None = None,
+        logprobs: bool = True,
     ) -> None:
+        if structured not in SERVER_STRUCTURED:
+            raise ValueError(f"structured: expected one of {SERVER_STRUCTURED}, got {structured!r}")
         self.answer = answer or default_answer
         self.faults = faults
+        self.structured = structured
+        self.distribution = distribution
+        self.logprobs = logprobs
         self.latency = latency
         self.host = host
         self.port = port
@@ -252,6 +280,41 @@ class OpenAITestServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def completion(
+        self, body: dict[str, Any], received: ReceivedRequest, echo: Fault | None = None
+    ) -> dict[str, Any]:
+        """The chat completion answering ``body``: the answer (drawn from the distribution,
+        put into the schema, echoing credentials for an ``echo`` fault) and its logprobs."""
+        text = self.answer(body)
+        distribution = self.distribution(body) if self.distribution is not None else None
+        chosen = None
+        if distribution:
+            seed = body.get("seed")
+            index = seed if isinstance(seed, int) else received.attempt
+            chosen = text = draw(distribution, received.body_key, index)
+        schema = json_schema(body)
+        if schema is not None and self.structured == "honour":
+            text = conform(text, schema)
+        authorization = received.headers.get("authorization")
+        if echo is not None:
+            mark = echo_text(authorization)
+            text = {
+                "append": f"{text} {mark}",
+                "prepend": f"{mark} {text}",
+                "replace": mark,
+            }[echo.echo_where]
+        data = completion_payload(body, text)
+        if echo is not None and echo.echo_model:
+            data["model"] = f"{data['model']}+{bearer_token(authorization)}"
+        if body.get("logprobs") is True and self.logprobs:
+            top_n = body.get("top_logprobs")
+            data["choices"][0]["logprobs"] = logprobs_payload(
+                text, chosen, distribution, top_n if isinstance(top_n, int) else 0
+            )
+        return data
 
     # -- records ---------------------------------------------------------------------------
 
@@ -339,7 +402,9 @@ __all__ = [
     "CHAT_PATHS",
     "ECHO_PLACES",
     "FAULT_KINDS",
+    "SERVER_STRUCTURED",
     "AnswerFn",
+    "DistributionFn",
     "Fault",
     "FaultSchedule",
     "OpenAITestServer",

@@ -31,7 +31,7 @@ from prefduel.core.document import (
 from prefduel.core.document_html import to_html
 from prefduel.report.compute import ProfileTable, WorldReport
 from prefduel.report.figures import SavedFigure
-from prefduel.stats.table import replicates
+from prefduel.stats.table import replicates, undefined_note
 
 
 @dataclass
@@ -115,7 +115,9 @@ def _warn(notes: Sequence[str]) -> list[Block]:
     return [Paragraph(note, "warn") for note in notes]
 
 
-def _mean_se(mean: float, se: float | None, digits: int) -> Cell:
+def _mean_se(mean: float | None, se: float | None, digits: int) -> Cell:
+    if mean is None:  # every seed undefined (prefduel.stats.table.undefined_note)
+        return Cell("undefined")
     return Cell(number(mean, digits), se=number(se, digits))
 
 
@@ -151,6 +153,7 @@ def _leaderboard(page: Page) -> Section:
     for index, report in enumerate(page.reports):
         seeds = seed_text(report.seeds)
         blocks: list[Block] = [_board_table(report, page.colors)]
+        blocks += _warn([n for e in report.leaderboard if (n := undefined_note(e))])
         if report.mixed_versions:
             blocks.append(Paragraph(MIXED_NOTE, "warn"))
         title = f"{report.world} · seeds {seeds} ({replicates(report.world)})"

@@ -13,6 +13,13 @@ Rows share the keys of policy rows (see `prefduel.runner.cell.run_cell`) with
 ``ref:oracle-pooled``      one theta for the whole roster, fitted the same way
 ``ref:rater-top2``         the two personas with the highest rater score g (no learning)
 =========================  ==============================================================
+
+A reference that a world cannot define is still written, with an ``"undefined"`` field giving
+the reason (`undefined_references`): ``ref:rater-top2`` when the rater feature g (the last
+feature) is the same for every persona in every round (e.g. a generated world whose rater
+answers were all unusable), so that its "top two" would be chosen by tie-breaking. Its numbers
+are those of the tie-break and mean nothing; ``prefduel stats`` and the report show it as
+undefined and leave it out of their means.
 """
 
 from __future__ import annotations
@@ -94,6 +101,21 @@ def reference_pairs(world: World) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     }
 
 
+#: Why ``ref:rater-top2`` is undefined on a world with a constant rater feature.
+CONSTANT_RATER = (
+    "the rater feature g is constant (the same for every persona in every round), so its top "
+    "two are chosen by tie-breaking"
+)
+
+
+def undefined_references(world: World) -> dict[str, str]:
+    """The references ``world`` cannot define, with the reason (see the module docstring)."""
+    g = world.Phi[..., -1]
+    if np.all(np.ptp(g, axis=-1) <= 1e-12 * max(1.0, float(np.abs(g).max(initial=0.0)))):
+        return {"ref:rater-top2": CONSTANT_RATER}
+    return {}
+
+
 def reference_rows(world: World) -> list[dict[str, Any]]:
     """All reference rows of ``world`` (see the module docstring)."""
     rows = []
@@ -106,7 +128,10 @@ def reference_rows(world: World) -> list[dict[str, Any]]:
     }
     for name, (first, second) in reference_pairs(world).items():
         fields[name] = summarize(world, first, second)
+    undefined = undefined_references(world)
     for name, values in fields.items():
-        row = ResultRow.build("reference", world.name, world.seed, name, values, 0.0)
-        rows.append(row.to_json())
+        row = ResultRow.build("reference", world.name, world.seed, name, values, 0.0).to_json()
+        if name in undefined:
+            row["undefined"] = undefined[name]
+        rows.append(row)
     return rows

@@ -4,7 +4,10 @@
 `format_table` prints the entries per world, best score first, as text, Markdown, CSV or
 JSON. Reference rows (floor, random, oracles) are marked so they are not read as policies.
 Every table is a `prefduel.core.document.Table` written by the shared writers (`render`);
-JSON is the entries themselves (`summary_records`).
+JSON is the entries themselves (`summary_records`). A row marked ``"undefined"`` (a reference
+the world cannot define, e.g. ``ref:rater-top2`` on a constant rater feature; see
+`prefduel.runner.references`) is left out of the means and shown as ``undefined`` with its
+reason.
 """
 
 from __future__ import annotations
@@ -58,7 +61,9 @@ def summarize_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     Returns:
         Entries ``{world, policy, kind, n, seeds, score_mean, score_se, excess_mean,
         excess_se}`` (``*_se`` is None for a single seed), worlds in order of first appearance,
-        within a world by score descending (ties by policy name).
+        within a world by score descending (ties by policy name). Rows marked ``undefined``
+        are left out: their entry gets ``undefined`` (the reason) and ``undefined_seeds``, and
+        None means when no seed is defined (such entries come last).
 
     Raises:
         ValueError: if a row is missing a field or a ``(world, policy, seed)`` appears twice.
@@ -70,33 +75,47 @@ def summarize_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             kind, value, excess = row.get("kind", "policy"), row["score"], row["excess"]
         except KeyError as exc:
             raise ValueError(f"row {index} has no field {exc}") from None
-        group = groups.setdefault((world, policy), {"kind": kind, "seeds": {}})
-        if seed in group["seeds"]:
+        group = groups.setdefault((world, policy), {"kind": kind, "seeds": {}, "undefined": {}})
+        if seed in group["seeds"] or seed in group["undefined"]:
             raise ValueError(f"world {world!r}, policy {policy!r}: seed {seed} appears twice")
-        group["seeds"][seed] = (float(value), float(excess))
+        if row.get("undefined"):
+            group["undefined"][seed] = str(row["undefined"])
+        else:
+            group["seeds"][seed] = (float(value), float(excess))
     summary = [_entry(world, policy, g) for (world, policy), g in groups.items()]
     world_order = {w: i for i, w in enumerate(dict.fromkeys(w for w, _ in groups))}
-    summary.sort(key=lambda e: (world_order[e["world"]], -e["score_mean"], e["policy"]))
+    summary.sort(key=lambda e: (world_order[e["world"]], *_rank(e)))
     return summary
+
+
+def _rank(entry: dict[str, Any]) -> tuple[bool, float, str]:
+    """Sort key within a world: best score first, entries without a score last."""
+    mean = entry["score_mean"]
+    return mean is None, -mean if mean is not None else 0.0, entry["policy"]
 
 
 def _entry(world: str, policy: str, group: dict[str, Any]) -> dict[str, Any]:
     seeds = sorted(group["seeds"])
-    scores = [group["seeds"][s][0] for s in seeds]
-    excesses = [group["seeds"][s][1] for s in seeds]
-    score_mean, score_se = _mean_se(scores)
-    excess_mean, excess_se = _mean_se(excesses)
-    return {
+    entry: dict[str, Any] = {
         "world": world,
         "policy": policy,
         "kind": group["kind"],
         "n": len(seeds),
         "seeds": seeds,
-        "score_mean": score_mean,
-        "score_se": score_se,
-        "excess_mean": excess_mean,
-        "excess_se": excess_se,
+        "score_mean": None,
+        "score_se": None,
+        "excess_mean": None,
+        "excess_se": None,
     }
+    if seeds:
+        scores = [group["seeds"][s][0] for s in seeds]
+        excesses = [group["seeds"][s][1] for s in seeds]
+        entry["score_mean"], entry["score_se"] = _mean_se(scores)
+        entry["excess_mean"], entry["excess_se"] = _mean_se(excesses)
+    if group["undefined"]:
+        entry["undefined"] = next(iter(group["undefined"].values()))
+        entry["undefined_seeds"] = sorted(group["undefined"])
+    return entry
 
 
 # -- formatting ------------------------------------------------------------------------------
@@ -108,15 +127,29 @@ def _by_world(summary: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     for entry in summary:
         worlds.setdefault(entry["world"], []).append(entry)
     for entries in worlds.values():
-        entries.sort(key=lambda e: (-e["score_mean"], e["policy"]))
+        entries.sort(key=_rank)
     return worlds
 
 
-def _mean_se_cell(mean: float, se: float | None, digits: int) -> Cell:
-    """``mean ± se`` (`NO_SE` for one seed); a non-finite mean is printed alone."""
+def _mean_se_cell(mean: float | None, se: float | None, digits: int) -> Cell:
+    """``mean ± se`` (`NO_SE` for one seed); a non-finite mean is printed alone; no mean
+    (every seed undefined) is ``undefined``."""
+    if mean is None:
+        return Cell("undefined")
     if not math.isfinite(mean):
         return Cell(str(mean))
     return Cell(number(mean, digits), se=number(se, digits))
+
+
+def undefined_note(entry: dict[str, Any]) -> str | None:
+    """Why an entry is (partly) undefined, for a note under its table; None when defined."""
+    if "undefined" not in entry:
+        return None
+    seeds = entry.get("undefined_seeds") or []
+    where = ""
+    if entry["score_mean"] is not None:
+        where = f" in {len(seeds)} seed{'s' * (len(seeds) != 1)} {seeds}, left out of the mean"
+    return f"{entry['policy']}: undefined{where}: {entry['undefined']}"
 
 
 def _world_table(world: str, entries: list[dict[str, Any]]) -> Table:
@@ -184,12 +217,18 @@ def summary_blocks(summary: list[dict[str, Any]], fmt: str) -> list[StatsBlock]:
     if fmt == "csv":
         return [data_table(_CSV_FIELDS, summary_records(summary))]
     if fmt != "md":
-        return [_world_table(world, entries) for world, entries in worlds.items()]
-    blocks: list[StatsBlock] = []
+        blocks: list[StatsBlock] = []
+        for world, entries in worlds.items():
+            blocks.append(_world_table(world, entries))
+            blocks += [Paragraph(n) for e in entries if (n := undefined_note(e))]
+        return blocks
+    blocks = []
     for world, entries in worlds.items():
         blocks.append(Paragraph(f"### {markdown_escape(world, emphasis=True)}"))
         blocks.append(Paragraph(f"± over seeds; {markdown_escape(replicates(world), True)}."))
         blocks.append(replace(_world_table(world, entries), title=""))
+        notes = [n for e in entries if (n := undefined_note(e))]
+        blocks += [Paragraph(markdown_escape(n, emphasis=True)) for n in notes]
     if blocks:
         note = "*Italic rows are references computed from the utilities, not policies.*"
         blocks.append(Paragraph(note))
