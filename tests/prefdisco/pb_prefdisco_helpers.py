@@ -65,3 +65,26 @@ def small_config(
         encoding="utf-8",
     )
     return path
+
+
+def tiny_study(root: Path, *, instances: int = 2, models=("scripted-ask3",), **run):
+    """A generated offline dataset of ``instances`` built-in tasks (one persona each):
+    ``(config, dataset)``; ``run`` overrides keys of the run section."""
+    import dataclasses
+
+    from prefduel.prefdisco import (
+        GenerateConfig,
+        PrefDiscoConfig,
+        TaskSource,
+        generate_dataset,
+        load_dataset,
+    )
+
+    config = PrefDiscoConfig(
+        generate=GenerateConfig(
+            personas=instances, personas_per_task=1, tasks=(TaskSource(limit=instances),)
+        )
+    )
+    config = dataclasses.replace(config, run=dataclasses.replace(config.run, models=models, **run))
+    generate_dataset(config, root / "data")
+    return config, load_dataset(root / "data")

@@ -135,15 +135,15 @@ def test_flags_dry_run_and_guards(tmp_path, monkeypatch):
 def test_sampling_parameters_per_role():
     from prefduel.prefdisco import RunConfig
 
-    default = RunConfig()
-    assert default.params("ask") == {"temperature": 0.0, "max_tokens": 256}
-    assert default.params("judge") == {"temperature": 0.0, "max_tokens": 32}
+    default = RunConfig()  # caps raised (issue 17) so reasoning models are not cut
+    assert default.params("ask") == {"temperature": 0.0, "max_tokens": 1024}
+    assert default.params("judge") == {"temperature": 0.0, "max_tokens": 512}
     reasoning = RunConfig(
         temperature=None, max_tokens_param="max_completion_tokens", answer_max_tokens=None
     )
     assert reasoning.params("answer") == {}
-    assert reasoning.params("ask") == {"max_completion_tokens": 256}
-    assert reasoning.params("router") == {"temperature": 0.0, "max_completion_tokens": 32}
+    assert reasoning.params("ask") == {"max_completion_tokens": 1024}
+    assert reasoning.params("router") == {"temperature": 0.0, "max_completion_tokens": 512}
     with pytest.raises(ConfigError, match="max_tokens_param"):
         RunConfig(max_tokens_param="tokens")
 
@@ -160,3 +160,19 @@ def test_a_finished_study_shows_no_empty_progress_bar(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "prefdisco:" not in captured.err and "episode/s" not in captured.err
     assert "0 run now" in captured.out
+
+
+def test_the_local_model_example_names_real_roles_and_plans_its_calls(tmp_path):
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "prefdisco_local.yaml"
+    config = load_config(example)
+    run = config.run
+    names = [*run.models, run.judge_model, run.grader_model_name, run.router_model_name]
+    assert not [n for n in names if n.startswith("scripted-")]
+    assert run.answer_max_tokens == 2048 and run.judge_structured == "auto"
+    assert config.llm.backend == "openai" and config.llm.max_connections == 1
+    status, _, err = run_cli(["generate", str(tmp_path / "local"), "--config", str(example)])
+    assert status == 0, err
+    status, out, _ = run_cli(["run", str(tmp_path / "local"), "--dry-run"])
+    assert status == 0 and "9 episodes" in out and "at most" in out

@@ -7,8 +7,8 @@
                   [--refine-rubrics] [LLM flags]
     prefduel prefdisco run DIR [--config study.yaml] [--out RUNDIR] [--models a,b]
                   [--conditions baseline,discovery,oracle] [--max-turns N]
-                  [--router keyword|llm] [--judge-model M] [--dry-run] [--no-progress]
-                  [LLM flags]
+                  [--router auto|keyword|llm] [--user-style cooperative|terse|vague]
+                  [--judge-model M] [--dry-run] [--no-progress] [LLM flags]
     prefduel prefdisco report RUNDIR [--config study.yaml] [--out DIR] [--bootstrap N]
                   [--min-gap X]
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from prefduel.cli.argtypes import non_negative_int, positive_float, positive_int
 from prefduel.llm.config import add_llm_arguments, config_from_args
 
 FORMATS_HELP = "builtin, math500, medqa, commonsenseqa, logiqa, socialiqa, generic"
+RERUN = "re-run the same command to retry the failed episodes (paid answers are cached)"
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -101,7 +102,18 @@ def _add_run(actions: Any) -> None:
         "--conditions", type=_names, default=None, help="comma list of baseline,discovery,oracle"
     )
     run.add_argument("--max-turns", type=positive_int, default=None, help="question budget")
-    run.add_argument("--router", choices=("keyword", "llm"), default=None, help="user's router")
+    run.add_argument(
+        "--router",
+        choices=("auto", "keyword", "llm"),
+        default=None,
+        help="user's router (auto: keyword offline, else the more accurate of the two)",
+    )
+    run.add_argument(
+        "--user-style",
+        choices=("cooperative", "terse", "vague"),
+        default=None,
+        help="how helpful the simulated user is",
+    )
     run.add_argument("--judge-model", default=None, help="rubric judge model")
     run.add_argument(
         "--dry-run", action="store_true", help="only count the episodes and estimate the calls"
@@ -222,6 +234,7 @@ def _run_config(args: argparse.Namespace, dataset: Any) -> Any:
             ("conditions", "conditions"),
             ("max_turns", "max_turns"),
             ("router", "router"),
+            ("user_style", "user_style"),
             ("judge_model", "judge_model"),
         )
         if getattr(args, attr) is not None
@@ -237,18 +250,43 @@ def _estimate_text(estimate: dict[str, Any]) -> str:
     from prefduel.prefdisco.study import money
 
     unpriced = estimate["unpriced"]
+    currency = estimate["currency"]
     return (
         f"{estimate['episodes']} episodes, {estimate['to_run']} to run "
-        f"({estimate['scored']} already scored); at most {estimate['max_calls']:,} calls; "
-        f"estimated cost if none are cached: {money(estimate['cost'])} "
-        f"{estimate['currency']}"
-        + (f" (no price for {', '.join(unpriced)})" if unpriced else "")
-        + "\n"
+        f"({estimate['scored']} already scored); an estimated {estimate['calls']:,} calls if "
+        f"every reply is well formed, at most {estimate['max_calls']:,} calls if every "
+        "malformed reply is asked again; estimated cost if none are cached: "
+        f"{money(estimate['cost'])} {currency} (at most {money(estimate['max_cost'])} "
+        f"{currency})" + (f"; no price for {', '.join(unpriced)}" if unpriced else "") + "\n"
     )
+
+
+def failure_lines(failed: Sequence[tuple[str, str]], shown: int = 5) -> list[str]:
+    """One line per distinct error of the failed episodes: how many, the first episode, the
+    error (which does not repeat the episode id)."""
+    by_error: dict[str, list[str]] = {}
+    for episode, error in failed:
+        by_error.setdefault(error, []).append(episode)
+    lines = []
+    for error, episodes in list(by_error.items())[:shown]:
+        first = episodes[0]
+        which = first if len(episodes) == 1 else f"{len(episodes)} episodes ({first}, ...)"
+        lines.append(f"  failed: {which}: {error}")
+    if len(by_error) > shown:
+        lines.append(f"  ... and {len(by_error) - shown} more errors")
+    return lines
+
+
+def router_line(check: Mapping[str, Any]) -> str:
+    """The router a run used and how each measured router did on the labelled questions."""
+    from prefduel.prefdisco.report_render import router_text
+
+    return router_text(check)
 
 
 def cmd_run(args: argparse.Namespace, out: Any) -> int:
     """Run and score every episode; print counts and costs."""
+    from prefduel.prefdisco.errors import EpisodeError
     from prefduel.prefdisco.pipeline import estimate_run, load_dataset, run_from_config
     from prefduel.prefdisco.study import calls_line
 
@@ -258,19 +296,22 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     if args.dry_run:
         out.write(_estimate_text(estimate_run(dataset, config, folder)))
         return 0
-    summary = run_from_config(dataset, config, folder, progress=not args.no_progress)
+    try:
+        summary = run_from_config(dataset, config, folder, progress=not args.no_progress)
+    except EpisodeError as exc:  # the router check's calls failed: no episode was run
+        out.write(f"  failed: router check failed (no episode was run): {exc}\n{RERUN}\n")
+        return 1
     out.write(
         f"{summary.folder}: {summary.episodes} episodes ({summary.reused} already scored, "
         f"{summary.ran} run now, {len(summary.failed)} failed); {summary.missing_scores} "
         "judgements missing (recorded, not filled in)\n"
     )
+    out.write(router_line(summary.router) + "\n")
     out.write(calls_line(summary.stats) + "\n")
     if summary.failed:
-        for episode, error in summary.failed[:5]:
-            out.write(f"  failed: {episode}: {error}\n")
-        out.write(
-            "re-run the same command to retry the failed episodes (paid answers are cached)\n"
-        )
+        for line in failure_lines(summary.failed):
+            out.write(line + "\n")
+        out.write(RERUN + "\n")
         return 1
     out.write(f"next: prefduel prefdisco report {summary.folder}\n")
     return 0
@@ -303,15 +344,37 @@ def cmd_report(args: argparse.Namespace, out: Any) -> int:
         raise ConfigError(f"report: {exc}") from None
     report = build_report(rows, settings, run=run)
     paths = write_report(report, args.out or folder / "report")
+    for line in report_lines(report):
+        out.write(line + "\n")
+    out.write(f"wrote {paths['md']}, {paths['html']} and {paths['json']}\n")
+    return 0
+
+
+def report_lines(report: Mapping[str, Any]) -> list[str]:
+    """What ``prefdisco report`` prints: per model PrefAlign by condition and NormAlign (an
+    undefined one with its reason) on n instances, warnings, the router, and whether the run
+    was offline."""
+    from prefduel.prefdisco.report_render import (
+        OFFLINE_NOTE,
+        instances_text,
+        norm_align_text,
+        router_text,
+    )
+
+    lines = []
     for m in report["models"]:
-        na = m["norm_align"]
-        value = "undefined" if na["norm_align"] is None else f"{na['norm_align']:.1f}"
-        interval = f" [{na['lo']:.1f}, {na['hi']:.1f}]" if na["lo"] is not None else ""
         conds = ", ".join(
             f"{c['condition']} {c['pref_align']:.2f}"
             for c in m["conditions"]
             if c["pref_align"] is not None
         )
-        out.write(f"{m['model']}: PrefAlign {conds}; NormAlign {value}{interval}\n")
-    out.write(f"wrote {paths['md']}, {paths['html']} and {paths['json']}\n")
-    return 0
+        lines.append(
+            f"{m['model']}: PrefAlign {conds or 'no episode scored'}; "
+            f"NormAlign {norm_align_text(m['norm_align'])} ({instances_text(m)})"
+        )
+        if m.get("warning"):
+            lines.append(f"WARNING: {m['model']}: {m['warning']}")
+    lines.append(router_text(report.get("router") or {}))
+    if report.get("offline"):
+        lines.append(OFFLINE_NOTE)
+    return lines

@@ -25,10 +25,12 @@ and discovery recall. ::
 
 Modules: `taxonomy` (Θ), `persona_space`, `personas`, `preferences` (sparse profiles),
 `rubrics`, `tasks` (loaders and the built-in set), `matching` (accuracy
-rules), `user` (routers, passive user), `prompts`, `episodes`,
-`judging`, `metrics` (pure), `pipeline` (`generate_dataset`, `run_study`, built on `dataset`,
-`study` and `clients`), `report` (data) with `report_render` and `report_figures`,
-`scripted` (offline roles), `config`, `store`.
+rules), `routing` (keyword and LLM routers), `router_check` (their accuracy on labelled
+questions, ``router: auto``), `user` (the passive user: importance levels, terse and vague
+styles), `prompts`, `episodes`, `judging`, `metrics` (pure), `calls` (each episode's calls
+and cost), `pipeline` (`generate_dataset`, `run_study`, built on `dataset`,
+`study` and `clients`), `estimate` (the dry run), `report` (data) with `report_render` and
+`report_figures`, `scripted` (offline roles), `config`, `store`.
 """
 
 from __future__ import annotations
@@ -86,14 +88,21 @@ from prefduel.prefdisco.preferences import (
     sample_profile,
 )
 from prefduel.prefdisco.report import build_report, load_run, write_report
+from prefduel.prefdisco.router_check import (
+    RouterAccuracy,
+    RouterQuestion,
+    load_router_questions,
+    router_accuracy,
+)
 from prefduel.prefdisco.rubrics import Rubric, build_rubrics, refine_rubrics, template_rubric
 from prefduel.prefdisco.scripted import ScriptedWorld, scripted_handlers, server_answer
 from prefduel.prefdisco.tasks import Task, builtin_tasks, load_tasks
 from prefduel.prefdisco.taxonomy import Attribute, Taxonomy, load_taxonomy
-from prefduel.prefdisco.user import KeywordRouter, LLMRouter, PassiveUser, Route
+from prefduel.prefdisco.user import USER_STYLES, KeywordRouter, LLMRouter, PassiveUser, Route
 
 __all__ = [
     "CONDITIONS",
+    "USER_STYLES",
     "Attribute",
     "ConfigError",
     "Dataset",
@@ -113,6 +122,8 @@ __all__ = [
     "ReportConfig",
     "RoleClients",
     "Route",
+    "RouterAccuracy",
+    "RouterQuestion",
     "Rubric",
     "RunConfig",
     "ScoreRow",
@@ -136,6 +147,7 @@ __all__ = [
     "load_config",
     "load_dataset",
     "load_personas",
+    "load_router_questions",
     "load_run",
     "load_task_sources",
     "load_tasks",
@@ -145,6 +157,7 @@ __all__ = [
     "norm_align_ci",
     "pref_align",
     "refine_rubrics",
+    "router_accuracy",
     "run_episode",
     "run_study",
     "sample_personas",

@@ -112,7 +112,7 @@ def _models_by_group(config: PrefDiscoConfig) -> dict[str, list[str]]:
     run = config.run
     return {
         "model": list(run.models),
-        "user": [run.router_model_name] if run.router == "llm" else [],
+        "user": [run.router_model_name] if run.router != "keyword" else [],  # auto may use it
         "judge": [run.judge_model, run.grader_model_name],
         "generate": (
             [config.generate.model]
@@ -139,8 +139,8 @@ def clients_from_config(
         config: The study config.
         folder: The output folder.
         handlers: Scripted handlers (used by groups on the scripted backend).
-        groups: The groups to build (``run`` needs model, judge and, with the LLM router,
-            user; ``generate`` needs generate).
+        groups: The groups to build (``run`` needs model, judge and, unless the keyword
+            router is named, user; ``generate`` needs generate).
 
     Raises:
         ConfigError: A group on a real endpoint names a ``scripted-*`` model, or an unknown

@@ -24,8 +24,11 @@ A config file has up to five sections; every key is optional (defaults: the offl
       models: [scripted-ask1, scripted-ask3, scripted-ask5]   # models under test
       conditions: [baseline, discovery, oracle]
       max_turns: 5
-      router: keyword               # keyword (offline) | llm
+      router: auto                  # auto | keyword (offline) | llm
+      user_style: cooperative       # cooperative | terse | vague (a less helpful user)
       judge_model: scripted-judge
+      judge_structured: off         # off | auto | json_schema | choice (structured output)
+      grader_structured: off
       temperature: 0.0              # null: not sent (e.g. OpenAI o-series)
       max_tokens_param: max_tokens  # or max_completion_tokens
     report:                         # prefduel prefdisco report
@@ -52,13 +55,16 @@ from pydantic import AfterValidator, Field, Strict, field_validator, model_valid
 from prefduel.core.schema import Integer, Number, frozen_dataclass, validate
 from prefduel.core.yamlfile import read_yaml
 from prefduel.llm.config import LLMConfig
+from prefduel.llm.structured import StructuredMode
 from prefduel.prefdisco.errors import ConfigError
 from prefduel.prefdisco.preferences import SparsityConfig
 from prefduel.prefdisco.tasks import FORMATS
 
 CONDITIONS = ("baseline", "discovery", "oracle")
-RouterName = Literal["keyword", "llm"]
+RouterName = Literal["auto", "keyword", "llm"]
 ROUTERS: tuple[str, ...] = get_args(RouterName)
+UserStyle = Literal["cooperative", "terse", "vague"]
+USER_STYLES: tuple[str, ...] = get_args(UserStyle)
 ROLE_GROUPS = {
     "model": ("ask", "answer"),
     "user": ("router",),
@@ -163,17 +169,32 @@ class RunConfig:
         models: Models under test.
         conditions: Any of baseline, discovery, oracle (NormAlign needs all three).
         max_turns: Question budget of the discovery condition.
-        router: ``keyword`` (offline) or ``llm``.
+        ask_attempts: Ask-phase requests per turn while the reply is neither a question nor
+            READY (the bad reply is shown back); then the phase stops as ``malformed``.
+        router: ``keyword`` (offline), ``llm``, or ``auto``: the keyword router when the user
+            group is on the scripted backend, else whichever of the two is more accurate on
+            the labelled questions (`prefduel.prefdisco.router_check`).
+        user_style: How helpful the simulated user is: ``cooperative``, ``terse`` (the first
+            attribute asked about, label only) or ``vague`` (only hints at the value).
         router_model: Model of the LLM router (default: ``judge_model``).
         max_attributes_per_question: Most attributes one question may route to.
         tfidf_threshold: TF-IDF fallback threshold of the keyword router (null: off).
         judge_model: Per-attribute rubric judge.
         grader_model: Accuracy fallback grader (default: ``judge_model``).
         judge_attempts: Requests per judgement before a score is recorded as missing.
+        judge_structured: Ask the judge's endpoint for structured output
+            (`prefduel.llm.structured`): ``off`` (default), ``auto`` or ``json_schema``
+            (``{"score": "4"}``) or ``choice`` (a bare ``"4"``). The free-text parser stays
+            the fallback when the endpoint ignores the schema, and a refused schema is asked
+            again without it.
+        grader_structured: The same for the grader (``{"verdict": "CORRECT"}``).
         temperature: Sampling temperature of the model under test (null: not sent, for
             endpoints that only accept their default, such as OpenAI's o-series).
         judge_temperature: Temperature of judge, grader and router (null: not sent).
-        ask_max_tokens: Token limit of an ask-phase request (null: not sent).
+        ask_max_tokens: Token limit of an ask-phase request (null: not sent). The limits
+            are generous because a reasoning model spends them on hidden reasoning first; a
+            reply cut by the limit shows as ``finish_reason: length`` in the transcript and
+            the report.
         answer_max_tokens: Token limit of the final answer (null: not sent).
         judge_max_tokens: Token limit of judge, grader and router requests (null: not sent).
         max_tokens_param: The parameter name of the token limits: ``max_tokens`` or
@@ -186,21 +207,30 @@ class RunConfig:
     models: tuple[ModelName, ...] = ("scripted-ask1", "scripted-ask3", "scripted-ask5")
     conditions: tuple[str, ...] = CONDITIONS
     max_turns: Positive = 5
-    router: RouterName = "keyword"
+    ask_attempts: Positive = 2
+    router: RouterName = "auto"
+    user_style: UserStyle = "cooperative"
     router_model: ModelName | None = None
     max_attributes_per_question: Positive = 2
     tfidf_threshold: NonNegative | None = 0.15
     judge_model: ModelName = "scripted-judge"
     grader_model: ModelName | None = None
     judge_attempts: Positive = 3
+    judge_structured: StructuredMode = "off"
+    grader_structured: StructuredMode = "off"
     temperature: NonNegative | None = 0.0
     judge_temperature: NonNegative | None = 0.0
-    ask_max_tokens: Positive | None = 256
+    ask_max_tokens: Positive | None = 1024
     answer_max_tokens: Positive | None = 2048
-    judge_max_tokens: Positive | None = 32
+    judge_max_tokens: Positive | None = 512
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     api_seed: Count | None = None
     episodes_in_flight: Positive = 64
+
+    @field_validator("judge_structured", "grader_structured", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML reads a bare `off` as false
 
     @field_validator("models")
     @classmethod
@@ -258,12 +288,15 @@ class ReportConfig:
         level: Interval coverage, in (0, 1).
         min_gap: Smallest oracle - baseline PrefAlign gap for which NormAlign is defined.
         seed: Seed of the bootstrap streams.
+        warn_dropped: Warn in the headline when more than this share of a model's instances
+            is left out of NormAlign because a judgement is missing.
     """
 
     bootstrap: Count = 1000
     level: Annotated[Number, Field(gt=0, lt=1)] = 0.95
     min_gap: Annotated[Number, Field(gt=0)] = 0.1
     seed: Count = 0
+    warn_dropped: Annotated[Number, Field(ge=0, le=1)] = 0.1
 
 
 @frozen_dataclass(error=ConfigError, keys="sections")

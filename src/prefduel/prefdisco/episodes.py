@@ -6,7 +6,10 @@ is requested with the same system prompt and template; only the information bloc
 * ``baseline``: the problem only ("you know nothing about this user's preferences");
 * ``discovery``: first an ask phase of at most ``max_turns`` turns (the model replies
   ``QUESTION: ...`` or ``READY``; each question goes to the `PassiveUser`), then the final
-  answer with the questions and replies as the information;
+  answer with the questions and replies as the information. A reply that is neither is shown
+  back with the format restated, up to ``ask_attempts`` requests; if it stays unreadable the
+  phase ends as ``malformed`` (never counted as READY). Every ask-phase reply is kept, raw,
+  with its finish reason (``Transcript.asks``);
 * ``oracle``: the full hidden profile (attribute, value, importance) as the information.
 
 Every request is a pure function of the dataset, the settings and earlier answers, so a re-run
@@ -23,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefduel.llm.request import Completer, LLMRequest
-from prefduel.llm.stages import Stage, ask
+from prefduel.llm.request import Completer, LLMRequest, LLMResponse
+from prefduel.llm.stages import MALFORMED, Stage, ask
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.config import CONDITIONS, RunConfig
 from prefduel.prefdisco.errors import DatasetError, EpisodeError
@@ -60,11 +63,15 @@ class Transcript:
         turns: The ask phase: each question, its route, the disclosures and the reply
             (JSON form of `UserTurn`); empty outside
             discovery.
-        stop: Why the ask phase ended: ``ready``, ``unparsed`` (neither a question nor READY),
-            ``max_turns``; or the condition name for baseline/oracle.
+        stop: Why the ask phase ended: ``ready``, ``malformed`` (a reply that stayed neither
+            a question nor READY), ``max_turns``; or the condition name for baseline/oracle.
         info: The information block the final request carried.
         response: The final answer.
         settings: Digest of the settings the episode ran under.
+        asks: Every ask-phase reply, raw: ``turn``, ``text``, ``finish_reason`` and how it
+            was read (``question``, ``ready`` or ``malformed``).
+        calls: The episode's calls (`prefduel.prefdisco.calls.call_record`): role, model,
+            sample, cache key, finish reason, tokens and cost.
     """
 
     key: EpisodeKey
@@ -75,6 +82,8 @@ class Transcript:
     info: str
     response: str
     settings: str
+    asks: tuple[Mapping[str, Any], ...] = ()
+    calls: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def questions(self) -> int:
@@ -102,6 +111,8 @@ class Transcript:
             "info": self.info,
             "response": self.response,
             "settings": self.settings,
+            "asks": [dict(a) for a in self.asks],
+            "calls": [dict(c) for c in self.calls],
         }
 
     @classmethod
@@ -126,6 +137,8 @@ class Transcript:
                 info=str(data["info"]),
                 response=str(data["response"]),
                 settings=str(data["settings"]),
+                asks=tuple(data.get("asks") or ()),
+                calls=tuple(data.get("calls") or ()),
             )
         except (KeyError, TypeError) as exc:
             raise DatasetError(f"{where}: malformed transcript ({exc})") from None
@@ -161,15 +174,43 @@ def settings_digest(settings: Mapping[str, Any]) -> str:
 
 
 def ask_request(
-    key: EpisodeKey, block: str, turns: Sequence[tuple[str, str]], settings: RunConfig
+    key: EpisodeKey,
+    block: str,
+    turns: Sequence[tuple[str, str]],
+    settings: RunConfig,
+    previous: tuple[str, ...] = (),
 ) -> LLMRequest:
-    """The ask-phase request after ``turns`` (question, reply) pairs."""
+    """The ask-phase request after ``turns`` (question, reply) pairs (``previous``: this
+    turn's unreadable replies, shown back with the format restated)."""
+    messages = prompts.ask_messages(block, turns, settings.max_turns)
+    for text in previous:
+        messages = (*messages, *prompts.retry_turn(text, prompts.ASK_FORMAT))
     return LLMRequest(
         key.model,
-        prompts.ask_messages(block, turns, settings.max_turns),
+        messages,
         settings.params("ask"),
         seed=settings.api_seed,
+        sample=len(previous),
         role="ask",
+    )
+
+
+def _read_ask(text: str) -> tuple[str, str | None] | None:
+    kind, question = prompts.parse_ask(text)
+    return None if kind == "unparsed" else (kind, question)
+
+
+def ask_stage(
+    key: EpisodeKey, block: str, turns: Sequence[tuple[str, str]], settings: RunConfig
+) -> Stage[int]:
+    """One ask-phase turn (the item: its index): ``("question", text)`` or ``("ready",
+    None)``; a reply that is neither is asked again, up to ``ask_attempts`` requests."""
+    return Stage(
+        "ask",
+        request=lambda turn, previous: ask_request(key, block, turns, settings, previous),
+        parse=lambda turn, text: _read_ask(text),
+        describe=lambda turn: {"item": key.id, "turn": turn},
+        tries=settings.ask_attempts,
     )
 
 
@@ -226,27 +267,64 @@ async def _complete(client: Completer, request: LLMRequest, key: EpisodeKey) -> 
     return str(outcome.value)
 
 
+class _Replies:
+    """A `Completer` that keeps the responses it passes on (the raw ask-phase replies)."""
+
+    def __init__(self, client: Completer) -> None:
+        self.client = client
+        self.responses: list[LLMResponse] = []
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        response = await self.client.complete(request)
+        self.responses.append(response)
+        return response
+
+
+async def _ask_phase(
+    key: EpisodeKey, block: str, profile: PreferenceProfile, context: EpisodeContext
+) -> tuple[list[Mapping[str, Any]], list[tuple[str, str]], list[dict[str, Any]], str]:
+    """The discovery questions: (user turns, (question, reply) pairs, raw replies, stop)."""
+    settings = context.settings
+    user = PassiveUser(profile, context.taxonomy, context.router, style=settings.user_style)
+    replies = _Replies(context.model_client)
+    turns: list[Mapping[str, Any]] = []
+    pairs: list[tuple[str, str]] = []
+    asks: list[dict[str, Any]] = []
+    for index in range(settings.max_turns):
+        outcome = await ask(ask_stage(key, block, tuple(pairs), settings), index, replies)
+        if outcome.failed:
+            raise EpisodeError(f"episode {key.id}: ask call failed: {outcome.error}")
+        for response in replies.responses:
+            kind = _read_ask(response.text or "")
+            asks.append(
+                {
+                    "turn": index,
+                    "text": response.text,
+                    "finish_reason": response.finish_reason,
+                    "read": "malformed" if kind is None else kind[0],
+                }
+            )
+        replies.responses.clear()
+        if outcome.value is MALFORMED:
+            return turns, pairs, asks, "malformed"
+        kind, question = outcome.value
+        if kind != "question" or question is None:
+            return turns, pairs, asks, "ready"
+        turn = await user.answer(question)
+        turns.append(turn.to_json())
+        pairs.append((question, turn.reply))
+    return turns, pairs, asks, "max_turns"
+
+
 async def _run(
     key: EpisodeKey, task: Task, profile: PreferenceProfile, context: EpisodeContext
 ) -> Transcript:
     settings = context.settings
     block = prompts.task_block(task.question, task.options)
     turns: list[Mapping[str, Any]] = []
-    pairs: list[tuple[str, str]] = []
+    asks: list[dict[str, Any]] = []
     if key.condition == "discovery":
-        user = PassiveUser(profile, context.taxonomy, context.router)
-        stop = "max_turns"
-        for _ in range(settings.max_turns):
-            text = await _complete(
-                context.model_client, ask_request(key, block, pairs, settings), key
-            )
-            kind, question = prompts.parse_ask(text)
-            if kind != "question" or question is None:
-                stop = kind
-                break
-            turn = await user.answer(question)
-            turns.append(turn.to_json())
-            pairs.append((question, turn.reply))
+        turns, pairs, asks, stop = await _ask_phase(key, block, profile, context)
         info = prompts.info_discovery(pairs)
     elif key.condition == "oracle":
         stop = "oracle"
@@ -264,4 +342,5 @@ async def _run(
         info=info,
         response=response,
         settings=context.digest,
+        asks=tuple(asks),
     )

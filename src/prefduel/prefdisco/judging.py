@@ -15,13 +15,14 @@ attributes that at least one question was routed to.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from prefduel.llm.concurrency import gather_or_cancel
 from prefduel.llm.request import Completer, LLMRequest
 from prefduel.llm.stages import MALFORMED, Outcome, Stage, ask
+from prefduel.llm.structured import AnswerFormat
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.config import RunConfig
 from prefduel.prefdisco.episodes import Transcript
@@ -77,6 +78,13 @@ class ScoreRow:
         recall: Share of hidden attributes asked about (discovery only).
         errors: Everything that went wrong while scoring (missing scores, grader failures).
         settings: Digest of the run settings.
+        stop: Why the ask phase ended (the transcript's ``stop``).
+        revealed: Per user reply, the hidden attributes it disclosed something about (value,
+            hint or importance), in order.
+        usage: Calls, tokens and cost of the whole episode (its run and its scoring).
+        finish_reasons: Role -> finish reason -> calls, over the whole episode.
+        calls: The scoring calls (`prefduel.prefdisco.calls.call_record`); the episode's
+            own are in its transcript.
     """
 
     episode_id: str
@@ -100,14 +108,22 @@ class ScoreRow:
     recall: float | None
     errors: tuple[str, ...]
     settings: str
+    stop: str | None = None
+    revealed: tuple[tuple[str, ...], ...] = ()
+    usage: Mapping[str, Any] = field(default_factory=dict)
+    finish_reasons: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    calls: tuple[Mapping[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready ``dict``."""
         out = dict(self.__dict__)
-        for key in ("weights", "values", "scores", "judge_attempts"):
+        for key in ("weights", "values", "scores", "judge_attempts", "usage"):
             out[key] = dict(out[key])
         for key in ("asked", "disclosed", "errors"):
             out[key] = list(out[key])
+        out["revealed"] = [list(r) for r in self.revealed]
+        out["finish_reasons"] = {k: dict(v) for k, v in self.finish_reasons.items()}
+        out["calls"] = [dict(c) for c in self.calls]
         return out
 
 
@@ -181,9 +197,16 @@ def grader_request(
     )
 
 
+#: The judge's answer as structured output: ``{"score": "4"}`` (or a bare ``"4"``).
+SCORE_ANSWER = AnswerFormat.choice("score", ("1", "2", "3", "4", "5"), field="score")
+#: The grader's answer as structured output: ``{"verdict": "CORRECT"}``.
+VERDICT_ANSWER = AnswerFormat.choice("verdict", ("CORRECT", "INCORRECT"), field="verdict")
+
+
 def judge_stage(task: Task, response: str, context: JudgeContext) -> Stage[Rubric]:
     """Judging ``response`` on one rubric: ``SCORE: n`` (1-5) or asked again, the unparsable
-    replies shown back, up to ``judge_attempts`` requests."""
+    replies shown back, up to ``judge_attempts`` requests; as structured output when
+    ``judge_structured`` asks for it (the text parser reads what the endpoint sends)."""
     return Stage(
         "judge",
         request=lambda rubric, previous: judge_request(
@@ -192,23 +215,28 @@ def judge_stage(task: Task, response: str, context: JudgeContext) -> Stage[Rubri
         parse=lambda rubric, text: prompts.parse_score(text),
         describe=lambda rubric: {"item": task.id, "attribute": rubric.attribute},
         tries=context.settings.judge_attempts,
+        answer=SCORE_ANSWER,
+        structured=context.settings.judge_structured,
     )
 
 
 def grader_stage(task: Task, response: str, context: JudgeContext) -> Stage[None]:
     """Grading ``response`` against the reference: CORRECT / INCORRECT or asked again, up to
-    ``judge_attempts`` requests."""
+    ``judge_attempts`` requests (structured output as ``grader_structured`` says)."""
     return Stage(
         "grader",
         request=lambda _, previous: grader_request(task, response, context.settings, previous),
         parse=lambda _, text: prompts.parse_verdict(text),
         describe=lambda _: {"item": task.id},
         tries=context.settings.judge_attempts,
+        answer=VERDICT_ANSWER,
+        structured=context.settings.grader_structured,
     )
 
 
 def _failed(outcome: Outcome, what: str) -> EpisodeError:
-    return EpisodeError(f"{what}: {outcome.request.role} call failed: {outcome.error}")
+    where = f"{what}: " if what else ""
+    return EpisodeError(f"{where}{outcome.request.role} call failed: {outcome.error}")
 
 
 async def judge_attribute(
@@ -269,10 +297,9 @@ async def score_transcript(transcript: Transcript, context: JudgeContext) -> Sco
     task = context.tasks[key.task_id]
     profile = context.profiles[(key.persona_id, key.task_id)]
     rubrics = [context.rubrics[(p.attribute, p.value)] for p in profile]
-    judgements, (correct, method, extracted, grade_error) = await asyncio.gather(
-        asyncio.gather(
-            *(judge_attribute(task, transcript.response, r, context, key.id) for r in rubrics)
-        ),
+    # one failed call cancels (and waits for) the others: none is left running
+    *judgements, (correct, method, extracted, grade_error) = await gather_or_cancel(
+        *(judge_attribute(task, transcript.response, r, context, key.id) for r in rubrics),
         grade(task, transcript.response, context, key.id),
     )
     scores = {j.attribute: j.score for j in judgements}
@@ -285,15 +312,8 @@ async def score_transcript(transcript: Transcript, context: JudgeContext) -> Sco
     if grade_error:
         errors.append(grade_error)
     asked = transcript.asked
-    disclosed = tuple(
-        dict.fromkeys(
-            d["attribute"]
-            for t in transcript.turns
-            for d in t["disclosures"]
-            if d["value"] is not None
-        )
-    )
     recall = discovery_recall(profile.attributes, asked) if key.condition == "discovery" else None
+    disclosed, revealed = _disclosures(transcript)
     return ScoreRow(
         episode_id=key.id,
         model=key.model,
@@ -316,4 +336,20 @@ async def score_transcript(transcript: Transcript, context: JudgeContext) -> Sco
         recall=recall,
         errors=tuple(errors),
         settings=transcript.settings,
+        stop=transcript.stop,
+        revealed=revealed,
     )
+
+
+def _hidden(disclosure: Mapping[str, Any]) -> bool:
+    """Whether a logged disclosure revealed something about a hidden preference."""
+    return disclosure.get("value") is not None or disclosure.get("importance") is not None
+
+
+def _disclosures(transcript: Transcript) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """The hidden attributes whose value was disclosed (first occurrence order), and per reply
+    the hidden attributes it disclosed something about (value, hint or importance)."""
+    turns = [t["disclosures"] for t in transcript.turns]
+    values = (d["attribute"] for t in turns for d in t if d["value"] is not None)
+    revealed = tuple(tuple(dict.fromkeys(d["attribute"] for d in t if _hidden(d))) for t in turns)
+    return tuple(dict.fromkeys(values)), revealed

@@ -22,18 +22,21 @@
 
 **Run folder** (written by `run_study`; default: the dataset folder)::
 
-    run.json           the settings every episode ran under (and their digest)
+    run.json           the settings every episode ran under (and their digest), the
+                       router check
     transcripts.jsonl  one line per episode (model x condition x instance)
     scores.jsonl       one line per scored episode
     llm-cache.sqlite   answers already paid for (the resume mechanism)
     llm-calls.jsonl    the call log
 
 The stages: ``generate`` samples the dataset (`prefduel.prefdisco.dataset`), then asks the LLM
-for backstories and refined rubrics (optional); ``run`` works on the episodes still unscored
-(`prefduel.llm.stages.each`), each a conversation with the model under test and the
-simulated user, then its judgements (every call through the stage engine,
-`prefduel.llm.stages`). `generate_from_config` and `run_from_config` add the clients the
-config asks for (and a progress bar), as the command line does.
+for backstories and refined rubrics (optional); ``run`` resolves the router
+(`prefduel.prefdisco.router_check`), then works on the episodes still unscored
+(`prefduel.llm.concurrency.each`), each a conversation with the model under
+test and the simulated user, then its judgements (every call through the stage engine,
+`prefduel.llm.stages`; each row records its own calls, `prefduel.prefdisco.calls`).
+`generate_from_config` and `run_from_config` add the clients the config asks for (and a
+progress bar), as the command line does.
 
 Results are appended as episodes finish (a kill loses at most the episodes in flight, whose
 paid calls are in the cache) and rewritten in canonical order at the end, so the same config
@@ -43,20 +46,18 @@ no score is only scored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from prefduel.llm.client import run_sync
-from prefduel.llm.estimate import estimate_cost
-from prefduel.llm.prices import load_prices
-from prefduel.llm.request import LLMRequest
-from prefduel.llm.stages import ProgressBar, each
-from prefduel.prefdisco import prompts
+from prefduel.llm.concurrency import each
+from prefduel.llm.request import Completer
+from prefduel.llm.stages import ProgressBar
+from prefduel.prefdisco.calls import finish_reasons, in_order, metered, recording, usage_of
 from prefduel.prefdisco.clients import (
     CACHE_FILE,
     CALL_LOG_FILE,
-    NoClient,
     RoleClients,
     clients_from_config,
     default_handlers,
@@ -79,22 +80,17 @@ from prefduel.prefdisco.episodes import (
     EpisodeContext,
     EpisodeKey,
     Transcript,
-    answer_request,
-    ask_request,
-    oracle_info,
     run_episode,
     settings_digest,
 )
 from prefduel.prefdisco.errors import ConfigError, EpisodeError
-from prefduel.prefdisco.judging import (
-    JudgeContext,
-    grader_request,
-    judge_request,
-    score_transcript,
-)
+from prefduel.prefdisco.estimate import estimate_run
+from prefduel.prefdisco.judging import JudgeContext, score_transcript
 from prefduel.prefdisco.personas import enrich_personas
+from prefduel.prefdisco.router_check import choose_router
+from prefduel.prefdisco.routing import Router
 from prefduel.prefdisco.rubrics import refine_rubrics
-from prefduel.prefdisco.store import JsonlAppender, read_jsonl, write_json
+from prefduel.prefdisco.store import JsonlAppender, write_json
 from prefduel.prefdisco.study import (
     RUN_FORMAT,
     Progress,
@@ -108,7 +104,6 @@ from prefduel.prefdisco.study import (
     write_rows,
 )
 from prefduel.prefdisco.taxonomy import load_taxonomy
-from prefduel.prefdisco.user import KeywordRouter, LLMRouter, Router
 
 # -- generate --------------------------------------------------------------------------------
 
@@ -177,20 +172,17 @@ def generate_from_config(config: PrefDiscoConfig, folder: str | Path) -> Generat
 # -- run -------------------------------------------------------------------------------------
 
 
-def _router(dataset: Dataset, settings: RunConfig, clients: RoleClients) -> Router:
-    if settings.router == "llm":
-        return LLMRouter(
-            dataset.taxonomy,
-            clients.user,
-            settings.router_model_name,
-            max_attributes=settings.max_attributes_per_question,
-            params=settings.params("router"),
-        )
-    return KeywordRouter(
-        dataset.taxonomy,
-        max_attributes=settings.max_attributes_per_question,
-        tfidf_threshold=settings.tfidf_threshold or None,
-    )
+def _scripted(client: Completer) -> bool:
+    return getattr(client, "namespace", None) == "scripted"
+
+
+def _episode_error(key: EpisodeKey, exc: EpisodeError) -> str:
+    """The error of a failed episode without the episode id (the summary pairs them)."""
+    message = str(exc)
+    for prefix in (f"episode {key.id}: ", f"{key.id}: "):
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    return message
 
 
 @dataclass
@@ -204,21 +196,35 @@ class _Episodes:
     scores: dict[str, dict[str, Any]]
     failed: list[tuple[str, str]] = field(default_factory=list)
 
+    async def _transcript(self, key: EpisodeKey, t_out: JsonlAppender) -> Transcript:
+        row = self.transcripts.get(key.id)
+        if row is not None:
+            return Transcript.from_json(row, where=f"transcript {key.id}")
+        with recording() as calls:
+            transcript = await run_episode(key, self.episode)
+        transcript = replace(transcript, calls=tuple(calls))
+        self.transcripts[key.id] = transcript.to_json()
+        t_out.write(self.transcripts[key.id])
+        return transcript
+
     async def one(self, key: EpisodeKey, t_out: JsonlAppender, s_out: JsonlAppender) -> None:
         """Run (or reuse the transcript of) one episode and score it."""
         try:
-            row = self.transcripts.get(key.id)
-            if row is not None:
-                transcript = Transcript.from_json(row, where=f"transcript {key.id}")
-            else:
-                transcript = await run_episode(key, self.episode)
-                self.transcripts[key.id] = transcript.to_json()
-                t_out.write(self.transcripts[key.id])
-            score = await score_transcript(transcript, self.judge)
+            transcript = await self._transcript(key, t_out)
+            with recording() as scoring:
+                score = await score_transcript(transcript, self.judge)
+            calls = in_order(scoring)
+            everything = [*transcript.calls, *calls]
+            score = replace(
+                score,
+                usage=usage_of(everything),
+                finish_reasons=finish_reasons(everything),
+                calls=calls,
+            )
             self.scores[key.id] = score.to_json()
             s_out.write(self.scores[key.id])
         except EpisodeError as exc:
-            self.failed.append((key.id, str(exc)))
+            self.failed.append((key.id, _episode_error(key, exc)))
 
     async def run(
         self, todo: list[EpisodeKey], out: Path, clients: RoleClients, progress: Progress | None
@@ -239,26 +245,49 @@ class _Episodes:
             await clients.release()
 
 
+async def _choose_router(
+    dataset: Dataset, settings: RunConfig, clients: RoleClients
+) -> tuple[Router, dict[str, Any]]:
+    """`choose_router` on the user group's client, released at the end of the loop."""
+    try:
+        return await choose_router(
+            dataset.taxonomy,
+            settings,
+            metered(clients.user),
+            scripted_user=_scripted(clients.user),
+        )
+    finally:
+        await clients.release()
+
+
 def _episodes(
-    dataset: Dataset, settings: RunConfig, clients: RoleClients, out: Path, digest: str
+    dataset: Dataset,
+    settings: RunConfig,
+    clients: RoleClients,
+    router: Router,
+    stored: tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]],
+    digest: str,
 ) -> _Episodes:
     """The episode stage of a run folder: its stored rows, and what episodes and judging
-    need."""
-    transcripts = read_rows(out / "transcripts.jsonl", "transcript file", digest)
-    scores = read_rows(out / "scores.jsonl", "score file", digest)
+    need (every client metered, so each row carries its own calls)."""
     episode = EpisodeContext(
         dataset.taxonomy,
         dataset.tasks,
         dataset.profiles,
         settings,
         digest,
-        clients.model,
-        _router(dataset, settings, clients),
+        metered(clients.model),
+        router,
     )
     judge = JudgeContext(
-        dataset.taxonomy, dataset.tasks, dataset.profiles, dataset.rubrics, settings, clients.judge
+        dataset.taxonomy,
+        dataset.tasks,
+        dataset.profiles,
+        dataset.rubrics,
+        settings,
+        metered(clients.judge),
     )
-    return _Episodes(episode, judge, transcripts, scores)
+    return _Episodes(episode, judge, *stored)
 
 
 def run_study(
@@ -271,6 +300,10 @@ def run_study(
 ) -> RunSummary:
     """Run (or resume) every episode of the study and score it.
 
+    The router is resolved first (`prefduel.prefdisco.router_check.choose_router`: ``auto``
+    measures the routers on the labelled questions when the user group is a real endpoint);
+    its measurements go into ``run.json``.
+
     Args:
         dataset: The loaded dataset.
         settings: Run settings.
@@ -279,20 +312,27 @@ def run_study(
         progress: Called with ``(done, total)`` after each episode.
 
     Returns:
-        The summary; episodes whose calls failed are listed in ``failed`` and are retried by
-        the next run.
+        The summary; episodes whose calls failed are listed in ``failed`` (with the error,
+        which does not repeat the episode id) and are retried by the next run.
 
     Raises:
         DatasetError: The folder holds results made with other settings.
+        EpisodeError: A call of the router check failed after its retries.
     """
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    conf = episode_settings(dataset, settings, backends_of(clients))
+    router, check = run_sync(_choose_router(dataset, settings, clients))
+    conf = episode_settings(dataset, settings, backends_of(clients), router=router.name)
     digest = settings_digest(conf)
     check_run_folder(out, conf)
-    write_json(out / "run.json", {"format": RUN_FORMAT, "settings": conf, "digest": digest})
+    run_json = {"format": RUN_FORMAT, "settings": conf, "digest": digest, "router_check": check}
+    write_json(out / "run.json", run_json)
     keys = episode_keys(dataset, settings)
-    episodes = _episodes(dataset, settings, clients, out, digest)
+    stored = (
+        read_rows(out / "transcripts.jsonl", "transcript file", digest),
+        read_rows(out / "scores.jsonl", "score file", digest),
+    )
+    episodes = _episodes(dataset, settings, clients, router, stored, digest)
     todo = [k for k in keys if k.id not in episodes.scores]
     if todo:
         run_sync(episodes.run(todo, out, clients, progress))
@@ -305,7 +345,14 @@ def run_study(
         missing_scores=write_rows(out, keys, episodes.transcripts, episodes.scores),
         digest=digest,
         stats=clients.stats(),
+        router=check,
     )
+
+
+def run_groups(config: PrefDiscoConfig) -> tuple[str, ...]:
+    """The role groups ``run`` needs: model and judge, and the user group unless the keyword
+    router is named (``auto`` may measure the LLM router)."""
+    return ("model", "judge") if config.run.router == "keyword" else ("model", "judge", "user")
 
 
 def run_from_config(
@@ -315,8 +362,7 @@ def run_from_config(
     groups on the scripted backend) and a progress bar on stderr (made at the first finished
     episode, so a finished study shows none)."""
     handlers = default_handlers(dataset.taxonomy, list(dataset.tasks.values()))
-    groups = ("model", "judge", "user") if config.run.router == "llm" else ("model", "judge")
-    clients = clients_from_config(config, folder, handlers=handlers, groups=groups)
+    clients = clients_from_config(config, folder, handlers=handlers, groups=run_groups(config))
     bar = ProgressBar("prefdisco", "episode", enabled=progress)
 
     def show(done: int, total: int) -> None:
@@ -328,70 +374,6 @@ def run_from_config(
     finally:
         bar.close()
         clients.close()
-
-
-def _most_requests(
-    key: EpisodeKey, dataset: Dataset, settings: RunConfig, router: LLMRouter, answer: str
-) -> list[LLMRequest]:
-    """An upper bound on an episode's requests: every question asked (and routed), one
-    judgement per hidden attribute and the grader, each on a placeholder ``answer``."""
-    task = dataset.tasks[key.task_id]
-    profile = dataset.profiles[(key.persona_id, key.task_id)]
-    block = prompts.task_block(task.question, task.options)
-    info = prompts.info_baseline()
-    requests = []
-    if key.condition == "discovery":
-        requests += [ask_request(key, block, [], settings)] * settings.max_turns
-        if settings.router == "llm":
-            requests += [router.request(dataset.taxonomy.attributes[0].question)] * (
-                settings.max_turns
-            )
-        info = oracle_info(profile, dataset.taxonomy)
-    elif key.condition == "oracle":
-        info = oracle_info(profile, dataset.taxonomy)
-    requests.append(answer_request(key, task, info, settings))
-    for p in profile:
-        rubric = dataset.rubrics[(p.attribute, p.value)]
-        requests.append(judge_request(task, answer, rubric, dataset.taxonomy, settings))
-    requests.append(grader_request(task, answer, settings))
-    return requests
-
-
-def estimate_run(dataset: Dataset, config: PrefDiscoConfig, folder: str | Path) -> dict[str, Any]:
-    """Count the episodes still to run and estimate their calls and cost (``--dry-run``).
-
-    The estimate is an upper bound in calls (every question asked, every judgement retried
-    never, one grader call per episode) and uses each request's ``max_tokens`` as its
-    completion length; answers already in the cache are not discounted.
-    """
-    settings = config.run
-    keys = episode_keys(dataset, settings)
-    path = Path(folder) / "scores.jsonl"
-    scored = (
-        {str(r["episode_id"]) for r in read_jsonl(path, what="score file", allow_torn_tail=True)}
-        if path.exists()
-        else set()
-    )
-    todo = [k for k in keys if k.id not in scored]
-    placeholder = "x" * 4 * (settings.answer_max_tokens or 1024)
-    router = LLMRouter(
-        dataset.taxonomy, NoClient(), settings.router_model_name, params=settings.params("router")
-    )
-    requests = [
-        r for key in todo for r in _most_requests(key, dataset, settings, router, placeholder)
-    ]
-    estimate = estimate_cost(requests, prices=load_prices(config.llm_for("model").prices))
-    return {
-        "episodes": len(keys),
-        "scored": len(keys) - len(todo),
-        "to_run": len(todo),
-        "max_calls": estimate.calls,
-        "prompt_tokens": estimate.prompt_tokens,
-        "completion_tokens": estimate.completion_tokens,
-        "cost": estimate.cost,
-        "currency": estimate.currency,
-        "unpriced": list(estimate.unpriced_models),
-    }
 
 
 __all__ = [
@@ -417,5 +399,6 @@ __all__ = [
     "load_task_sources",
     "pair_instances",
     "run_from_config",
+    "run_groups",
     "run_study",
 ]

@@ -46,6 +46,7 @@ ASK_INSTRUCTIONS = (
     "when you are ready to answer."
 )
 ASK_FOLLOW_UP = "(You may ask {left} more question{s}. Reply `QUESTION: ...` or `READY`.)"
+ASK_FORMAT = "Reply with exactly one line: `QUESTION: <your question>` or `READY`."
 FINAL_MARKER = "Now write your answer for this user."
 FINAL_TEMPLATE = (
     "The user's question:\n\n{task}\n\n"
@@ -149,7 +150,8 @@ def parse_ask(text: str) -> tuple[str, str | None]:
 
     Returns:
         ``("question", text)``, ``("ready", None)``, or ``("unparsed", None)`` (the model
-        neither asked nor said READY, e.g. it answered directly; treated as ready).
+        neither asked nor said READY, e.g. it answered directly: a malformed reply, asked
+        again and, if it stays so, recorded as such; never taken for READY).
     """
     match = re.search(r"QUESTION\s*[:：]\s*(.+)", text or "", re.IGNORECASE)
     if match:
@@ -213,6 +215,41 @@ def user_reply(disclosed: Sequence[tuple[Attribute, Value]], unset: Sequence[Att
     if not parts:
         return "I'm not sure what you are asking about; I have nothing specific to say to that."
     return " ".join(parts)
+
+
+#: How the user words each importance level (lowest first, as ``user.IMPORTANCE_LEVELS``).
+IMPORTANCE_WORDS = ("only a little", "somewhat", "a lot")
+
+
+def importance_reply(attribute: Attribute, level: int) -> str:
+    """How much an attribute matters to the user: level 0 (minor) to 2 (major)."""
+    return f"How much {attribute.name.lower()} matters to me: {IMPORTANCE_WORDS[level]}."
+
+
+def user_says_tersely(attribute: Attribute, value: Value | None) -> str:
+    """A terse user's answer about one attribute: the value's label only."""
+    return f"{attribute.name}: {value.label if value is not None else 'no preference'}."
+
+
+def user_says_vaguely(attribute: Attribute, value: Value | None) -> str:
+    """A vague user's answer about one attribute: the side of an ordinal scale, or two
+    candidate categories (in label order, so the true one is not always first)."""
+    about = f"About {attribute.name.lower()}:"
+    if value is None:
+        return f"{about} I don't really mind, I think."
+    values = attribute.values
+    i = attribute.index(value.value)
+    if attribute.ordinal and len(values) > 1:
+        middle = (len(values) - 1) / 2
+        if i == middle:
+            return f"{about} somewhere in the middle, I guess."
+        end = values[0] if i < middle else values[-1]
+        return f"{about} more towards {end.label}, I guess."
+    if len(values) == 1:
+        return f"{about} maybe {value.label}, I'm not sure."
+    other = values[(i + 1) % len(values)]
+    first, second = sorted((value.label, other.label))
+    return f"{about} maybe {first} or {second}, I'm not sure."
 
 
 def router_messages(question: str, taxonomy: Taxonomy, max_attributes: int) -> tuple[Message, ...]:

@@ -19,11 +19,20 @@ Definitions (per model):
   the baseline.
 * **Questions vs alignment**: per number of questions asked, the mean gain discovery -
   baseline; Pearson r and slope (alignment gained per question).
+* **Dropped instances**: instances left out of NormAlign because a judgement is missing; above
+  ``warn_dropped`` of a model's instances the headline warns.
+* **Cost**: calls, tokens and cost per condition (every call of the episode and its scoring,
+  priced from its tokens, cached answers included); **ask phase**: why discovery stopped,
+  finish reasons per role, and how many user replies disclosed a hidden preference.
+* **Router**: the simulated user's router and its accuracy and misroute rate on the labelled
+  questions (`prefduel.prefdisco.router_check`), from ``run.json``; **offline**: whether the
+  models under test ran on the scripted backend (then the report tests the pipeline, not a
+  model).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -222,6 +231,68 @@ def _questions(complete: Sequence[Mapping[str, Any]], config: ReportConfig) -> d
     }
 
 
+def _dropped(
+    instances: Mapping[tuple[str, str], Mapping[str, Any]], n: int, config: ReportConfig
+) -> dict[str, Any]:
+    """Instances left out because a judgement is missing, and the headline's warning."""
+    total = len(instances)
+    dropped = sum(
+        any(row.get("pref_align") is None for row in conds.values())
+        for conds in instances.values()
+    )
+    share_dropped = dropped / total if total else 0.0
+    warning = None
+    if dropped and share_dropped > config.warn_dropped:
+        warning = (
+            f"{dropped} of {total} instances ({100 * share_dropped:.1f}%) are left out because "
+            f"a judgement is missing; NormAlign rests on the other {n} (threshold "
+            f"{100 * config.warn_dropped:.0f}%)"
+        )
+    return {"instances": total, "dropped": dropped, "warning": warning}
+
+
+def _usage(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Calls, tokens and cost per condition, from the rows that recorded their usage."""
+    table = []
+    for condition in CONDITIONS:
+        mine = [r for r in rows if r["condition"] == condition and r.get("usage")]
+        if not mine:
+            continue
+        total = {k: sum(r["usage"].get(k) or 0 for r in mine) for k in _USAGE_KEYS}
+        table.append(
+            {
+                "condition": condition,
+                "episodes": len(mine),
+                **total,
+                "cost": round(total["cost"], 9),
+                "cost_per_episode": round(total["cost"] / len(mine), 9),
+                "calls_per_episode": _r(total["calls"] / len(mine), 2),
+            }
+        )
+    return table
+
+
+_USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cost")
+
+
+def _ask_phase(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Why discovery stopped, finish reasons per role, replies that disclosed something."""
+    stops = Counter(str(r["stop"]) for r in rows if r["condition"] == "discovery" and r.get("stop"))
+    finish: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        for role, reasons in (row.get("finish_reasons") or {}).items():
+            finish[role].update(reasons)
+    discovery = [r for r in rows if r["condition"] == "discovery"]
+    replies = [list(t) for r in discovery for t in r.get("revealed") or []]
+    return {
+        "stops": dict(sorted(stops.items())),
+        "finish_reasons": {role: dict(sorted(c.items())) for role, c in sorted(finish.items())},
+        "replies": len(replies),
+        "revealing_replies": sum(1 for t in replies if t),
+        "revealed": sum(len(t) for t in replies),
+    }
+
+
 def _model_report(
     model: str, mine: Sequence[Mapping[str, Any]], config: ReportConfig
 ) -> dict[str, Any]:
@@ -250,6 +321,9 @@ def _model_report(
         "accuracy_change": _accuracy_change(base_acc, oracle_acc),
         "errors": sorted({e for r in mine for e in (r.get("errors") or [])})[:50],
         "error_count": sum(len(r.get("errors") or []) for r in mine),
+        **_dropped(instances, len(complete), config),
+        "usage": _usage(mine),
+        "ask_phase": _ask_phase(mine),
     }
 
 
@@ -294,7 +368,19 @@ def build_report(
         _r(sum(g["norm_align"] < 0 for g in cells) / len(cells)) if cells else None
     )
     out["cells"] = len(cells)
+    out.update(_run_facts(run or {}))
     return out
+
+
+def _run_facts(run: Mapping[str, Any]) -> dict[str, Any]:
+    """What the report says about the run as a whole: router, user, offline or not."""
+    settings = run.get("settings") or {}
+    backends = settings.get("backends") or {}
+    return {
+        "router": dict(run.get("router_check") or {"chosen": settings.get("router")}),
+        "user_style": settings.get("user_style", "cooperative"),
+        "offline": backends.get("model") == "scripted" if backends else None,
+    }
 
 
 def _accuracy_change(base: Sequence[bool | None], oracle: Sequence[bool | None]) -> float | None:

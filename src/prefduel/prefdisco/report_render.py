@@ -114,17 +114,61 @@ def _trend_text(trend: Mapping[str, Any]) -> str:
     return "the same number of questions in every episode"
 
 
+OFFLINE_NOTE = (
+    "Offline run: the models under test are scripted (their answers state their style on a "
+    "line the scripted judge reads), so these numbers test the pipeline, not a model."
+)
+
+
+def router_text(check: Mapping[str, Any]) -> str:
+    """The router a run used and each measured router's accuracy and misroute rate on the
+    labelled questions (``run.json``'s router check)."""
+    chosen = check.get("chosen")
+    if not chosen:
+        return "router: not recorded (a run.json without a router check)"
+    routers = check.get("routers") or {}
+    how = "auto; " if check.get("setting") == "auto" else ""
+    if chosen not in routers:
+        return f"router: {chosen} ({how}misroute rate not measured)"
+    parts = []
+    for name, m in routers.items():
+        model = f" ({m['model']})" if m.get("model") else ""
+        parts.append(
+            f"{name}{model} accuracy {share(m['accuracy'])}, misroute rate "
+            f"{share(m['misroute_rate'])}"
+        )
+    return (
+        f"router: {chosen} ({how}on {check.get('questions', 0)} labelled questions: "
+        + "; ".join(parts)
+        + ")"
+    )
+
+
+def instances_text(model: Mapping[str, Any]) -> str:
+    """How many instances NormAlign rests on, out of the model's instances."""
+    n = model["norm_align"]["n"]
+    total = model.get("instances", n)
+    return f"n = {n} of {total} instance{'s' if total != 1 else ''}"
+
+
 def summary_lines(report: Mapping[str, Any]) -> list[str]:
-    """One sentence per model, then one over all models (the report's bullet list)."""
-    lines = []
+    """The run's router and user, one sentence per model (with a warning when judge failures
+    dropped too many instances), then one over all models (the report's bullet list)."""
+    lines = [
+        router_text(report.get("router") or {}) + ".",
+        f"simulated user: {report.get('user_style', 'cooperative')}.",
+    ]
     for m in report["models"]:
         q = m["questions"]
         lines.append(
             f"{m['model']}: NormAlign {norm_align_text(m['norm_align'])}; "
             f"{_negative_shares(m['negative_task_share'], q['negative_instance_share'])}; "
             f"{_trend_text(q['trend'])}; accuracy oracle - baseline "
-            f"{share(m['accuracy_change'])}; scoring errors {m['error_count']}."
+            f"{share(m['accuracy_change'])}; scoring errors {m['error_count']}; "
+            f"{instances_text(m)}."
         )
+        if m.get("warning"):
+            lines.append(f"WARNING: {m['model']}: {m['warning']}.")
     t = report["questions_trend"]
     cells = (
         f"Negative NormAlign in {share(report['negative_cell_share'])} of {report['cells']} "
@@ -180,6 +224,43 @@ def _attribute_table(model: Mapping[str, Any]) -> Table:
         rows.append([*row[:2], share(g["asked_share"]), *row[2:]])
     columns = ["attribute", "instances", "asked when hidden", "baseline", "discovery", "oracle"]
     return _table([*columns, "NormAlign"], rows)
+
+
+def _usage_table(model: Mapping[str, Any]) -> Table:
+    rows = [
+        [
+            u["condition"],
+            u["episodes"],
+            u["calls"],
+            number(u["calls_per_episode"], 2),
+            f"{u['prompt_tokens']:,} + {u['completion_tokens']:,}",
+            number(u["cost"], 4),
+            number(u["cost_per_episode"], 6),
+        ]
+        for u in model.get("usage") or []
+    ]
+    columns = ["condition", "episodes", "calls", "calls / episode", "tokens (prompt + completion)"]
+    return _table([*columns, "cost", "cost / episode"], rows)
+
+
+def _ask_phase_items(model: Mapping[str, Any]) -> Items:
+    ask = model.get("ask_phase") or {}
+    stops = ", ".join(f"{k} {v}" for k, v in (ask.get("stops") or {}).items()) or "none"
+    finish = "; ".join(
+        f"{role}: " + ", ".join(f"{k} {v}" for k, v in reasons.items())
+        for role, reasons in (ask.get("finish_reasons") or {}).items()
+    )
+    replies = ask.get("replies", 0)
+    revealing = ask.get("revealing_replies", 0)
+    return Items(
+        [
+            f"discovery stopped: {stops} (malformed: a reply that stayed neither a question "
+            "nor READY)",
+            f"finish reasons: {finish or 'not recorded'} (length: cut by the token limit)",
+            f"user replies that disclosed a hidden preference: {revealing} of {replies}, "
+            f"{ask.get('revealed', 0)} disclosures",
+        ]
+    )
 
 
 def _questions_table(model: Mapping[str, Any]) -> Table:
@@ -245,6 +326,17 @@ def _model_sections(
             id=f"{slug}-questions",
             in_toc=False,
         ),
+        Section(
+            f"{name}: calls and cost per condition (cached answers priced too)",
+            [
+                _usage_table(model)
+                if model.get("usage")
+                else Paragraph("Calls and cost were not recorded (rows of an older run).", "note"),
+                _ask_phase_items(model),
+            ],
+            id=f"{slug}-cost",
+            in_toc=False,
+        ),
     ]
 
 
@@ -297,10 +389,13 @@ def build_document(report: Mapping[str, Any]) -> Document:
         for model, slug in zip(models, _slugs([m["model"] for m in models]), strict=True)
         for section in _model_sections(model, slug, s)
     ]
+    intro: list[Any] = [Paragraph(lead, "lead")]
+    if report.get("offline"):
+        intro.append(Paragraph(OFFLINE_NOTE, "warn"))
     return Document(
         "PrefDisco report",
         sections + _closing_sections(report),
-        intro=[Paragraph(lead, "lead"), Items(summary_lines(report))],
+        intro=[*intro, Items(summary_lines(report))],
     )
 
 
@@ -348,10 +443,13 @@ def write_report(report: Mapping[str, Any], folder: str | Path) -> dict[str, Pat
 __all__ = [
     "ERRORS_SHOWN",
     "FIGURES_DIR",
+    "OFFLINE_NOTE",
     "build_document",
+    "instances_text",
     "norm_align_text",
     "render_html",
     "render_markdown",
+    "router_text",
     "share",
     "summary_lines",
     "write_report",

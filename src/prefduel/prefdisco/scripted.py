@@ -49,6 +49,11 @@ from prefduel.prefdisco.user import KeywordRouter
 
 _STYLE = re.compile(r"([a-z]+\.[a-z0-9_]+)=([a-z0-9_]+)")
 _INFO_LINE = re.compile(r"(?:^- |About )([^:\n]+): (?:I prefer )?(.+?) — ", re.MULTILINE)
+# the replies of a terse user ("A1: Length of the response: short.") and of a vague one
+_TERSE = re.compile(r"^A\d+: ([^:\n]+): ([^.\n]+)\.$", re.MULTILINE)
+_VAGUE_SIDE = re.compile(r"About ([^:\n]+): more towards (.+?), I guess")
+_VAGUE_MIDDLE = re.compile(r"About ([^:\n]+): somewhere in the middle")
+_VAGUE_PAIR = re.compile(r"About ([^:\n]+): maybe (.+?)(?: or .+?)?, I'm not sure")
 
 
 def _rng(request: LLMRequest, *labels: str) -> np.random.Generator:
@@ -134,7 +139,10 @@ class ScriptedWorld:
         block = _between(users[0], "The user's question:\n\n", "\n\nBefore you answer")
         task = self.tasks.get(block)
         domain = task.domain if task is not None else "*"
-        asked = sum(1 for m in request.messages if m.role == "assistant")
+        # replies shown back for a retry are not questions asked
+        asked = sum(
+            m.role == "assistant" and m.content.startswith("QUESTION") for m in request.messages
+        )
         plan_rng = stream(
             int(hashlib.sha256(f"{request.model}\n{users[0]}".encode()).hexdigest()[:8], 16),
             "plan",
@@ -147,15 +155,23 @@ class ScriptedWorld:
         return "READY"
 
     def known(self, info: str) -> dict[str, str]:
-        """Attribute id -> value stated in an information block (oracle lines or replies)."""
+        """Attribute id -> value stated in an information block (oracle lines or replies;
+        a vague reply is read as the value it hints at: the end of the scale it leans to, the
+        middle, or the first of two candidates)."""
         out = {}
-        for name, label in _INFO_LINE.findall(info):
+        pairs = [*_INFO_LINE.findall(info), *_TERSE.findall(info)]
+        pairs += _VAGUE_SIDE.findall(info) + _VAGUE_PAIR.findall(info)
+        for name, label in pairs:
             attribute = self.taxonomy.by_name(name)
             if attribute is None:
                 continue
             for v in attribute.values:
                 if v.label.lower() == label.strip().lower():
                     out[attribute.id] = v.value
+        for name in _VAGUE_MIDDLE.findall(info):
+            attribute = self.taxonomy.by_name(name)
+            if attribute is not None:
+                out[attribute.id] = attribute.values[(len(attribute.values) - 1) // 2].value
         return out
 
     def _deviate(self, attribute: Attribute, value: str, rng: np.random.Generator) -> str:

@@ -2,7 +2,8 @@
 
 ::
 
-    run.json           the settings every episode ran under (and their digest)
+    run.json           the settings every episode ran under (and their digest), the
+                       router check
     transcripts.jsonl  one line per episode (model x condition x instance)
     scores.jsonl       one line per scored episode
     llm-cache.sqlite   answers already paid for (the resume mechanism)
@@ -16,7 +17,7 @@ the end of a run, so the same config gives byte-identical files.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ class RunSummary:
         missing_scores: Judgements recorded as missing (after all attempts).
         digest: Settings digest.
         stats: LLM call totals.
+        router: The router check (`prefduel.prefdisco.router_check.choose_router`).
     """
 
     folder: str
@@ -57,24 +59,42 @@ class RunSummary:
     missing_scores: int
     digest: str
     stats: Mapping[str, Any]
+    router: Mapping[str, Any] = field(default_factory=dict)
 
 
 def episode_settings(
-    dataset: Dataset, settings: RunConfig, backends: Mapping[str, str] | None = None
+    dataset: Dataset,
+    settings: RunConfig,
+    backends: Mapping[str, str] | None = None,
+    *,
+    router: str | None = None,
 ) -> dict[str, Any]:
-    """The settings an episode's requests depend on (not which models or conditions run)."""
+    """The settings an episode's requests depend on (not which models or conditions run).
+
+    Args:
+        dataset: The dataset.
+        settings: Run settings.
+        backends: Role group -> cache namespace of its client.
+        router: The router resolved from ``settings.router`` (``keyword`` or ``llm``;
+            default: ``settings.router`` as written).
+    """
+    router = router or settings.router
     return {
         "prompts": prompts.PROMPTS_VERSION,
         "dataset": dataset.digest,
         "taxonomy": dataset.taxonomy.digest,
         "max_turns": settings.max_turns,
-        "router": settings.router,
-        "router_model": settings.router_model_name if settings.router == "llm" else None,
+        "ask_attempts": settings.ask_attempts,
+        "user_style": settings.user_style,
+        "router": router,
+        "router_model": settings.router_model_name if router == "llm" else None,
         "max_attributes_per_question": settings.max_attributes_per_question,
-        "tfidf_threshold": settings.tfidf_threshold if settings.router == "keyword" else None,
+        "tfidf_threshold": settings.tfidf_threshold,
         "judge_model": settings.judge_model,
         "grader_model": settings.grader_model_name,
         "judge_attempts": settings.judge_attempts,
+        "judge_structured": settings.judge_structured,
+        "grader_structured": settings.grader_structured,
         "temperature": settings.temperature,
         "judge_temperature": settings.judge_temperature,
         "ask_max_tokens": settings.ask_max_tokens,

@@ -2,299 +2,64 @@
 
 A clarifying question goes through two steps that never mix:
 
-1. **Routing** (`KeywordRouter` offline, `LLMRouter` with a model): the question
-   is mapped to at most ``max_attributes`` attribute ids of the taxonomy. A router sees the
-   question and the taxonomy, never the user's preferences, so it cannot leak them.
+1. **Routing** (`KeywordRouter` offline, `LLMRouter` with a model; `prefduel.prefdisco.routing`):
+   the question is mapped to at most ``max_attributes`` attribute ids of the taxonomy. A router
+   sees the question and the taxonomy, never the user's preferences, so it cannot leak them.
 2. **Disclosure** (`PassiveUser`): for each routed id in the hidden profile the value is
    disclosed; a routed id outside the profile gets "no particular preference"; nothing else is
    said. The reply is templated from the disclosed values only, and every disclosure is logged
    (`Disclosure`).
 
+A question about *how much* something matters ("How important is the length to you?",
+`is_importance_question`) is answered with the coarse level of the attribute's hidden weight
+(``only a little`` / ``somewhat`` / ``a lot``, cut at `LEVEL_CUTS`), so discovery can learn
+weights as the oracle is given them.
+
+How cooperative the user is (``style``, `USER_STYLES`): ``cooperative`` names the value and
+describes it; ``terse`` answers only the first attribute a question is about, with the value's
+label alone; ``vague`` names only the side of an ordinal scale ("more towards brief") or two
+candidate categories, never the exact value.
+
 Questions that ask about everything at once ("what are your preferences?") route to nothing:
 with the cap on attributes per question, the model has to discover preferences one question at
 a time, as the paper's passive user intends. (In the reference implementation the simulated
 user was an LLM that saw the whole profile.)
-
-The keyword router matches each attribute's keyword phrases on lightly stemmed tokens (longer
-phrases first, matches may not overlap) and routes to the attributes with the most covered
-words; if no phrase matches, a TF-IDF cosine between the question and each attribute's text (name,
-description, keywords, values, question) picks the best one above ``tfidf_threshold``.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from prefduel.llm.request import Completer, LLMRequest
-from prefduel.llm.stages import MALFORMED, Stage, ask
 from prefduel.prefdisco import prompts
-from prefduel.prefdisco.errors import EpisodeError
 from prefduel.prefdisco.preferences import PreferenceProfile
-from prefduel.prefdisco.taxonomy import Taxonomy
+from prefduel.prefdisco.routing import STOPWORDS, KeywordRouter, LLMRouter, Route, Router, tokens
+from prefduel.prefdisco.taxonomy import Attribute, Taxonomy
 
-STOPWORDS = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have how i if
-    in into is it its me more most much my no not of on or our should so some such than that
-    the their them then there these they this those to too us very was we were what when where
-    which while who why will with would you your yours like prefer preference preferences want
-    answer response responses explain explanation things thing something anything everything
-    please let ok okay tell know about also just any one""".split()
+#: How helpful the simulated user is (see the module docstring).
+USER_STYLES = ("cooperative", "terse", "vague")
+#: Coarse importance levels, lowest first.
+IMPORTANCE_LEVELS = ("minor", "moderate", "major")
+#: Weight cut points of the levels: below 0.2 minor, below 0.4 moderate, else major.
+LEVEL_CUTS = (0.2, 0.4)
+
+_IMPORTANCE_QUESTION = re.compile(
+    r"\bhow much does (?:it|this|that|the [a-z ]{1,40}) matter\b|\bhow important\b|"
+    r"\bimportance\b|\bhow much do you care\b",
+    re.IGNORECASE,
 )
-_WORD = re.compile(r"[a-z0-9]+")
 
 
-def _stem(word: str) -> str:
-    """A light stemmer: plurals, -ing/-ed/-ly and a final -e (so keywords match variants)."""
-    w = word
-    if len(w) > 4 and w.endswith("ies"):
-        w = w[:-3] + "y"
-    elif len(w) > 4 and w.endswith(("sses", "ches", "shes", "xes", "zes")):
-        w = w[:-2]
-    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    for suffix in ("ing", "ed", "ly"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 4:
-            w = w[: -len(suffix)]
-            break
-    if len(w) > 4 and w.endswith("e"):
-        w = w[:-1]
-    return w
+def is_importance_question(question: str) -> bool:
+    """Whether a question asks how much something matters (rather than which value)."""
+    return bool(_IMPORTANCE_QUESTION.search(question or ""))
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-cased, lightly stemmed word tokens."""
-    return [_stem(w) for w in _WORD.findall(text.lower())]
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where a question was routed.
-
-    Attributes:
-        attributes: Attribute ids the question asks about (at most the router's cap).
-        method: ``"keyword"``, ``"tfidf"``, ``"llm"``, ``"keyword-fallback"`` (the LLM
-            router's replies were unusable) or ``"none"`` (nothing matched).
-        detail: Notes (ids the LLM named that are not in the taxonomy, parse failures).
-    """
-
-    attributes: tuple[str, ...]
-    method: str
-    detail: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready ``dict``."""
-        return {"attributes": list(self.attributes), "method": self.method, "detail": self.detail}
-
-
-class Router(Protocol):
-    """Maps a clarifying question to attribute ids (never sees preferences)."""
-
-    name: str
-
-    async def route(self, question: str) -> Route:
-        """Route one question."""
-        ...
-
-
-class KeywordRouter:
-    """Offline router: keyword phrases first, TF-IDF similarity as the fallback.
-
-    Args:
-        taxonomy: The taxonomy.
-        max_attributes: Most attributes one question may route to.
-        tfidf_threshold: Smallest cosine similarity for a TF-IDF route (0 < t <= 1); None
-            disables the TF-IDF fallback.
-    """
-
-    name = "keyword"
-
-    def __init__(
-        self, taxonomy: Taxonomy, *, max_attributes: int = 2, tfidf_threshold: float | None = 0.15
-    ) -> None:
-        if isinstance(max_attributes, bool) or not isinstance(max_attributes, int):
-            raise ValueError(f"max_attributes: expected an int >= 1, got {max_attributes!r}")
-        if max_attributes < 1:
-            raise ValueError(f"max_attributes: expected an int >= 1, got {max_attributes!r}")
-        if tfidf_threshold is not None and not 0 < tfidf_threshold <= 1:
-            raise ValueError(f"tfidf_threshold: expected in (0, 1], got {tfidf_threshold!r}")
-        self.taxonomy = taxonomy
-        self.max_attributes = max_attributes
-        self.tfidf_threshold = tfidf_threshold
-        self._phrases = {
-            a.id: sorted({tuple(tokens(k)) for k in a.keywords if tokens(k)}) for a in taxonomy
-        }
-        self._order = {a: i for i, a in enumerate(taxonomy.ids)}
-        self._idf, self._vectors = self._index()
-
-    def _index(self) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        docs = {}
-        for a in self.taxonomy:
-            text = " ".join(
-                [a.name, a.description, " ".join(a.keywords), a.question]
-                + [f"{v.label} {v.description}" for v in a.values]
-            )
-            docs[a.id] = [t for t in tokens(text) if t not in STOPWORDS]
-        df: Counter[str] = Counter()
-        for words in docs.values():
-            df.update(set(words))
-        n = len(docs)
-        idf = {w: math.log((1 + n) / (1 + c)) + 1 for w, c in df.items()}
-        return idf, {k: self._vector(v, idf) for k, v in docs.items()}
-
-    @staticmethod
-    def _vector(words: Sequence[str], idf: dict[str, float]) -> dict[str, float]:
-        counts = Counter(w for w in words if w in idf)
-        vec = {w: c * idf[w] for w, c in counts.items()}
-        norm = math.sqrt(sum(x * x for x in vec.values()))
-        return {w: x / norm for w, x in vec.items()} if norm else {}
-
-    def keyword_scores(self, question: str) -> dict[str, int]:
-        """Attribute id -> words of ``question`` covered by its keyword phrases.
-
-        Matches are taken longest first and may not overlap, so "alternative approaches"
-        counts for *alternatives* and not also, through "approach", for *strategy*.
-        """
-        words = tokens(question)
-        matches = []
-        for attr_id, phrases in self._phrases.items():
-            for phrase in phrases:
-                n = len(phrase)
-                for start in range(len(words) - n + 1):
-                    if tuple(words[start : start + n]) == phrase:
-                        matches.append((n, start, attr_id))
-        matches.sort(key=lambda m: (-m[0], m[1], self._order[m[2]]))
-        covered: set[int] = set()
-        scores: dict[str, int] = {}
-        for n, start, attr_id in matches:
-            span = set(range(start, start + n))
-            if span & covered:
-                continue
-            covered |= span
-            scores[attr_id] = scores.get(attr_id, 0) + n
-        return scores
-
-    def similarities(self, question: str) -> dict[str, float]:
-        """Attribute id -> TF-IDF cosine similarity with ``question``."""
-        q = self._vector([t for t in tokens(question) if t not in STOPWORDS], self._idf)
-        return {
-            attr_id: sum(q[w] * vec.get(w, 0.0) for w in q)
-            for attr_id, vec in self._vectors.items()
-        }
-
-    def route_sync(self, question: str) -> Route:
-        """Route one question (synchronous)."""
-        if not isinstance(question, str):
-            raise TypeError(f"question: expected str, got {type(question).__name__}")
-        scores = self.keyword_scores(question)
-        if scores:
-            order = sorted(scores, key=lambda a: (-scores[a], self._order[a]))
-            return Route(tuple(order[: self.max_attributes]), "keyword")
-        if self.tfidf_threshold is not None:
-            sims = self.similarities(question)
-            if sims:
-                attr_id = max(self.taxonomy.ids, key=lambda a: sims[a])
-                if sims[attr_id] >= self.tfidf_threshold:
-                    return Route((attr_id,), "tfidf", f"cosine {sims[attr_id]:.3f}")
-        return Route((), "none")
-
-    async def route(self, question: str) -> Route:
-        """Route one question."""
-        return self.route_sync(question)
-
-
-class LLMRouter:
-    """Router that asks a model (role ``"router"``) which attribute ids a question is about.
-
-    The reply must be a JSON list of ids; ids not in the taxonomy are dropped (and noted), the
-    list is capped at ``max_attributes``. After ``attempts`` unusable replies the question is
-    routed by ``fallback`` (method ``"keyword-fallback"``), so one bad reply never stalls an
-    episode.
-
-    Args:
-        taxonomy: The taxonomy.
-        client: Answers requests.
-        model: The router model.
-        max_attributes: Most attributes per question.
-        attempts: Requests per question before falling back.
-        fallback: The offline router used after unusable replies (default a
-            `KeywordRouter` with the same cap).
-        params: Sampling parameters of the routing requests (default temperature 0 and
-            ``max_tokens`` 64).
-    """
-
-    name = "llm"
-
-    def __init__(
-        self,
-        taxonomy: Taxonomy,
-        client: Completer,
-        model: str,
-        *,
-        max_attributes: int = 2,
-        attempts: int = 2,
-        fallback: KeywordRouter | None = None,
-        params: Mapping[str, Any] | None = None,
-    ) -> None:
-        if attempts < 1:
-            raise ValueError(f"attempts: expected >= 1, got {attempts!r}")
-        self.taxonomy = taxonomy
-        self.client = client
-        self.model = model
-        self.max_attributes = max_attributes
-        self.attempts = attempts
-        self.fallback = fallback or KeywordRouter(taxonomy, max_attributes=max_attributes)
-        self.params = dict(params if params is not None else {"temperature": 0, "max_tokens": 64})
-
-    def request(self, question: str, previous: Sequence[str] = ()) -> LLMRequest:
-        """The routing request for ``question`` (``previous``: earlier unusable replies)."""
-        messages = prompts.router_messages(question, self.taxonomy, self.max_attributes)
-        for text in previous:
-            messages = (*messages, *prompts.retry_turn(text, prompts.ROUTE_FORMAT))
-        return LLMRequest(
-            self.model,
-            messages,
-            self.params,
-            sample=len(previous),
-            role="router",
-        )
-
-    def stage(self) -> Stage[str]:
-        """Routing one question: a JSON list of ids, or asked again with the unusable reply
-        shown back, up to ``attempts`` requests."""
-        return Stage(
-            "router",
-            request=self.request,
-            parse=lambda question, text: prompts.parse_route(text),
-            describe=lambda question: {"item": question},
-            tries=self.attempts,
-        )
-
-    async def route(self, question: str) -> Route:
-        """Route one question.
-
-        Raises:
-            EpisodeError: A routing call failed after the client's retries.
-        """
-        outcome = await ask(self.stage(), question, self.client)
-        if outcome.failed:
-            raise EpisodeError(f"router call failed: {outcome.error}")
-        if outcome.value is not MALFORMED:
-            ids = outcome.value
-            known = list(dict.fromkeys(i for i in ids if i in self.taxonomy))
-            unknown = [i for i in ids if i not in self.taxonomy]
-            detail = f"unknown ids dropped: {unknown}" if unknown else None
-            return Route(tuple(known[: self.max_attributes]), "llm", detail)
-        route = self.fallback.route_sync(question)
-        return Route(
-            route.attributes,
-            "keyword-fallback",
-            f"no JSON list in {self.attempts} router repl{'y' if self.attempts == 1 else 'ies'}",
-        )
+def importance_level(weight: float, cuts: Sequence[float] = LEVEL_CUTS) -> str:
+    """The `IMPORTANCE_LEVELS` name of a profile weight."""
+    return IMPORTANCE_LEVELS[sum(weight >= c for c in cuts)]
 
 
 @dataclass(frozen=True)
@@ -304,17 +69,34 @@ class Disclosure:
     Attributes:
         turn: Question number (0-based).
         attribute: The attribute asked about.
-        value: Its value in the hidden profile, or None if the attribute is not in the
-            profile (the user said it has no particular preference).
+        value: Its value in the hidden profile, when the reply spoke about the value; None if
+            the attribute is not in the profile (the user said it has no particular
+            preference) or the question asked about importance only.
+        importance: The coarse level of its weight (`IMPORTANCE_LEVELS`), when an importance
+            question was answered about a hidden attribute.
+        vague: The value was only hinted at (a ``vague`` user).
     """
 
     turn: int
     attribute: str
     value: str | None
+    importance: str | None = None
+    vague: bool = False
+
+    @property
+    def hidden(self) -> bool:
+        """Whether the reply revealed something about a hidden preference."""
+        return self.value is not None or self.importance is not None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready ``dict``."""
-        return {"turn": self.turn, "attribute": self.attribute, "value": self.value}
+        return {
+            "turn": self.turn,
+            "attribute": self.attribute,
+            "value": self.value,
+            "importance": self.importance,
+            "vague": self.vague,
+        }
 
 
 @dataclass(frozen=True)
@@ -325,7 +107,7 @@ class UserTurn:
         turn: Question number (0-based).
         question: The model's question.
         route: Where the question was routed.
-        disclosures: What was revealed (one per routed attribute).
+        disclosures: What was revealed (one per attribute the reply speaks about).
         reply: The user's reply text.
     """
 
@@ -353,13 +135,27 @@ class PassiveUser:
         profile: The hidden preferences.
         taxonomy: The taxonomy (names, labels and descriptions for the replies).
         router: Routes questions to attribute ids.
+        style: ``cooperative`` (default), ``terse`` or ``vague`` (`USER_STYLES`).
+
+    Raises:
+        ValueError: Unknown ``style``.
     """
 
-    def __init__(self, profile: PreferenceProfile, taxonomy: Taxonomy, router: Router) -> None:
+    def __init__(
+        self,
+        profile: PreferenceProfile,
+        taxonomy: Taxonomy,
+        router: Router,
+        *,
+        style: str = "cooperative",
+    ) -> None:
+        if style not in USER_STYLES:
+            raise ValueError(f"style: expected one of {list(USER_STYLES)}, got {style!r}")
         profile.check(taxonomy)
         self.profile = profile
         self.taxonomy = taxonomy
         self.router = router
+        self.style = style
         self.turns: list[UserTurn] = []
 
     @property
@@ -369,7 +165,7 @@ class PassiveUser:
 
     @property
     def disclosed(self) -> dict[str, str]:
-        """Attribute id -> value for every hidden attribute revealed so far."""
+        """Attribute id -> value for every hidden value revealed so far (hinted at included)."""
         return {d.attribute: d.value for d in self.log if d.value is not None}
 
     async def answer(self, question: str) -> UserTurn:
@@ -377,9 +173,19 @@ class PassiveUser:
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question: expected a non-empty string")
         route = await self.router.route(question)
-        turn = self._disclose(len(self.turns), question, route)
+        index = len(self.turns)
+        if is_importance_question(question):
+            turn = self._importance(index, question, route)
+        elif self.style == "cooperative":
+            turn = self._disclose(index, question, route)
+        else:
+            turn = self._disclose_briefly(index, question, route)
         self.turns.append(turn)
         return turn
+
+    def _about(self, route: Route) -> tuple[str, ...]:
+        """The routed attributes the reply speaks about (a terse user answers the first)."""
+        return route.attributes[:1] if self.style == "terse" else route.attributes
 
     def _disclose(self, index: int, question: str, route: Route) -> UserTurn:
         hidden = self.profile.values
@@ -396,3 +202,51 @@ class PassiveUser:
                 log.append(Disclosure(index, attr_id, None))
         reply = prompts.user_reply(disclosed, unset)
         return UserTurn(index, question, route, tuple(log), reply)
+
+    def _disclose_briefly(self, index: int, question: str, route: Route) -> UserTurn:
+        """The reply of a terse or vague user."""
+        hidden = self.profile.values
+        vague = self.style == "vague"
+        parts, log = [], []
+        for attr_id in self._about(route):
+            attribute: Attribute = self.taxonomy[attr_id]
+            value = attribute.value(hidden[attr_id]) if attr_id in hidden else None
+            say = prompts.user_says_vaguely if vague else prompts.user_says_tersely
+            parts.append(say(attribute, value))
+            log.append(Disclosure(index, attr_id, hidden.get(attr_id), vague=vague and bool(value)))
+        reply = " ".join(parts) or prompts.user_reply([], [])
+        return UserTurn(index, question, route, tuple(log), reply)
+
+    def _importance(self, index: int, question: str, route: Route) -> UserTurn:
+        """How much the routed attributes matter: the coarse level of each hidden weight."""
+        weights = self.profile.weights
+        parts, log = [], []
+        for attr_id in self._about(route):
+            attribute = self.taxonomy[attr_id]
+            if attr_id in weights:
+                level = importance_level(weights[attr_id])
+                parts.append(prompts.importance_reply(attribute, IMPORTANCE_LEVELS.index(level)))
+                log.append(Disclosure(index, attr_id, None, importance=level))
+            else:
+                parts.append(prompts.user_reply([], [attribute]))
+                log.append(Disclosure(index, attr_id, None))
+        reply = " ".join(parts) or prompts.user_reply([], [])
+        return UserTurn(index, question, route, tuple(log), reply)
+
+
+__all__ = [
+    "IMPORTANCE_LEVELS",
+    "LEVEL_CUTS",
+    "STOPWORDS",
+    "USER_STYLES",
+    "Disclosure",
+    "KeywordRouter",
+    "LLMRouter",
+    "PassiveUser",
+    "Route",
+    "Router",
+    "UserTurn",
+    "importance_level",
+    "is_importance_question",
+    "tokens",
+]

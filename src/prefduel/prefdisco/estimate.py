@@ -1,0 +1,174 @@
+"""The dry run of ``prefdisco run``: episodes to run, calls and cost, before anything is sent.
+
+Two figures, because replies decide how many calls an episode makes:
+
+* **calls**: every question the budget allows, one judgement per hidden attribute, the grader
+  only where the rules cannot decide by construction (``free`` tasks), the LLM router (when it
+  will be used) once per question: what a run costs when every reply is well formed;
+* **max_calls**: the worst case, a true bound: every stage asks again after each malformed
+  reply up to its tries (``ask_attempts``, the router's attempts, ``judge_attempts`` for
+  judge and grader), each judge and grader request asking for structured output is refused and
+  sent again without it, the grader is asked for every episode, and the routers are measured
+  on the labelled questions when ``auto`` may choose the LLM router.
+
+Transport retries of failed attempts (rate limits, timeouts) are not calls and are not
+counted. Completion tokens are each request's ``max_tokens``; answers already in the cache are
+not discounted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from prefduel.llm.estimate import estimate_cost
+from prefduel.llm.prices import load_prices
+from prefduel.llm.request import LLMRequest
+from prefduel.prefdisco import prompts
+from prefduel.prefdisco.clients import NoClient
+from prefduel.prefdisco.config import PrefDiscoConfig, RunConfig
+from prefduel.prefdisco.dataset import Dataset
+from prefduel.prefdisco.episodes import EpisodeKey, answer_request, ask_request, oracle_info
+from prefduel.prefdisco.judging import grader_request, judge_request
+from prefduel.prefdisco.router_check import llm_router, load_router_questions, measures_llm_router
+from prefduel.prefdisco.routing import LLMRouter
+from prefduel.prefdisco.store import read_jsonl
+from prefduel.prefdisco.study import episode_keys
+
+#: A request with ``i`` malformed replies shown back (``i`` = 0 is the first try).
+Retried = Callable[[tuple[str, ...]], LLMRequest]
+
+
+def _tries(build: Retried, tries: int, bad_reply: str, worst: bool) -> list[LLMRequest]:
+    """The first request, or every try with the longest bad replies shown back."""
+    return [build((bad_reply,) * i) for i in range(tries if worst else 1)]
+
+
+class _EpisodeCalls:
+    """The requests of one episode, best or worst case (see the module docstring)."""
+
+    def __init__(self, dataset: Dataset, settings: RunConfig, router: LLMRouter | None) -> None:
+        self.dataset = dataset
+        self.settings = settings
+        self.router = router
+        self.answer = "x" * 4 * (settings.answer_max_tokens or 1024)
+        self.bad = "x" * 4 * (settings.judge_max_tokens or 256)
+
+    def _ask_phase(self, key: EpisodeKey, block: str, worst: bool) -> list[LLMRequest]:
+        settings = self.settings
+        bad_ask = "x" * 4 * (settings.ask_max_tokens or 256)
+        question, reply = "x" * 500, "x" * 300  # a question is cut at 500 characters
+        requests = []
+        for turn in range(settings.max_turns):
+            pairs = [(question, reply)] * turn
+            requests += _tries(
+                lambda previous, p=pairs: ask_request(key, block, p, settings, previous),
+                settings.ask_attempts,
+                bad_ask,
+                worst,
+            )
+            if self.router is not None:
+                requests += _tries(
+                    lambda previous, router=self.router: router.request(question, previous),
+                    self.router.attempts,
+                    self.bad,
+                    worst,
+                )
+        return requests
+
+    def requests(self, key: EpisodeKey, worst: bool) -> list[LLMRequest]:
+        """Every request of the episode ``key``."""
+        dataset, settings = self.dataset, self.settings
+        task = dataset.tasks[key.task_id]
+        profile = dataset.profiles[(key.persona_id, key.task_id)]
+        block = prompts.task_block(task.question, task.options)
+        info = prompts.info_baseline()
+        requests = []
+        if key.condition == "discovery":
+            requests += self._ask_phase(key, block, worst)
+            info = oracle_info(profile, dataset.taxonomy)  # as long as the replies can be
+        elif key.condition == "oracle":
+            info = oracle_info(profile, dataset.taxonomy)
+        requests.append(answer_request(key, task, info, settings))
+        tries = settings.judge_attempts
+        # an endpoint that refuses structured output is asked again without it
+        judge_sends = 2 if worst and settings.judge_structured != "off" else 1
+        grader_sends = 2 if worst and settings.grader_structured != "off" else 1
+        for p in profile:
+            rubric = dataset.rubrics[(p.attribute, p.value)]
+            requests += judge_sends * _tries(
+                lambda previous, r=rubric: judge_request(
+                    task, self.answer, r, dataset.taxonomy, settings, previous
+                ),
+                tries,
+                self.bad,
+                worst,
+            )
+        if worst or task.answer_type == "free":
+            requests += grader_sends * _tries(
+                lambda previous: grader_request(task, self.answer, settings, previous),
+                tries,
+                self.bad,
+                worst,
+            )
+        return requests
+
+
+def _scored(folder: Path) -> set[str]:
+    path = folder / "scores.jsonl"
+    if not path.exists():
+        return set()
+    rows = read_jsonl(path, what="score file", allow_torn_tail=True)
+    return {str(r["episode_id"]) for r in rows}
+
+
+def estimate_run(dataset: Dataset, config: PrefDiscoConfig, folder: str | Path) -> dict[str, Any]:
+    """Count the episodes still to run and estimate their calls and cost (``--dry-run``).
+
+    Returns:
+        ``episodes``, ``scored``, ``to_run``; ``calls`` and ``cost`` when every reply is well
+        formed; ``max_calls`` and ``max_cost``, the worst case (every malformed reply asked
+        again; a bound on the calls sent); tokens, currency and the models without a price.
+    """
+    settings = config.run
+    keys = episode_keys(dataset, settings)
+    scored = _scored(Path(folder))
+    todo = [k for k in keys if k.id not in scored]
+    measure = measures_llm_router(settings, config.llm_for("user").backend == "scripted")
+    router = llm_router(dataset.taxonomy, settings, NoClient()) if measure else None
+    calls = _EpisodeCalls(dataset, settings, router if settings.router == "llm" else None)
+    worst_calls = _EpisodeCalls(dataset, settings, router)
+    best = [r for key in todo for r in calls.requests(key, worst=False)]
+    worst = [r for key in todo for r in worst_calls.requests(key, worst=True)]
+    if router is not None and todo:
+        questions = load_router_questions(taxonomy=dataset.taxonomy)
+        best += [router.request(q.question) for q in questions]
+        worst += [
+            r
+            for q in questions
+            for r in _tries(
+                lambda previous, q=q: router.request(q.question, previous),
+                router.attempts,
+                worst_calls.bad,
+                True,
+            )
+        ]
+    prices = load_prices(config.llm_for("model").prices)
+    low, high = estimate_cost(best, prices=prices), estimate_cost(worst, prices=prices)
+    return {
+        "episodes": len(keys),
+        "scored": len(keys) - len(todo),
+        "to_run": len(todo),
+        "calls": low.calls,
+        "max_calls": high.calls,
+        "prompt_tokens": low.prompt_tokens,
+        "completion_tokens": low.completion_tokens,
+        "cost": low.cost,
+        "max_cost": high.cost,
+        "currency": low.currency,
+        "unpriced": list(high.unpriced_models),
+    }
+
+
+__all__ = ["estimate_run"]
