@@ -114,6 +114,7 @@ def test_analyze_reports_its_stages_in_order():
     assert seen == [
         "global ratings",
         "per-user ratings",
+        "held-out log-loss",
         "topics",
         "style features",
         "meta-styles",

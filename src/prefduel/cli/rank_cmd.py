@@ -3,7 +3,8 @@
 ::
 
     prefduel rank BATTLES --out DIR [--user-col judge] [--winner-labels A,B,TIE...]
-                       [--k 32] [--min-votes 25] [--bt-mode mle|ridge] [--seed 0] ...
+                       [--k 32] [--min-votes 25] [--bt-mode mle|ridge|hier] [--seed 0]
+                       [--elo-orders N] [--user ID] ...
     prefduel rank --from-run RESULTS --world dev --seed 0 --policy random --out DIR
                        [--export-only]
 
@@ -37,8 +38,10 @@ DESCRIPTION = (
     "conversation_a or prompt); every column name and winner label is an option. With "
     "--from-run, the battles are the clicks of a TutorDuel run (user = arrival, models = "
     "personas, prompt = question), recovered by re-running the cell and written to "
-    "DIR/clicks.csv. Writes DIR/report.html, report.md, report.json, models.csv, users.csv and "
-    'figures/. Needs pip install "prefduel[rank]".'
+    "DIR/clicks.csv. Writes DIR/report.html, report.md, report.json, models.csv, users.csv, "
+    "user_models.csv (every analysed user's leaderboard; also .parquet with pyarrow) and "
+    'figures/; --user ID also prints that user\'s leaderboard. Needs pip install '
+    '"prefduel[rank]".'
 )
 
 
@@ -58,6 +61,13 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         choices=("csv", "json", "jsonl", "parquet"),
         default=None,
         help="file format (default: from the suffix)",
+    )
+    rank.add_argument(
+        "--user",
+        metavar="ID",
+        default=None,
+        help="also print this user's leaderboard beside the global one, with intervals (the "
+        "user needs at least --min-votes votes)",
     )
     _add_column_options(rank.add_argument_group("input columns and labels"))
     analysis = rank.add_argument_group("analysis")
@@ -103,6 +113,39 @@ def _add_column_options(cols: Any) -> None:
         help="invalid UTF-8: stop naming the line, replace bad bytes (rows kept, counted), or "
         "skip those lines (counted; CSV and JSONL) (default: %(default)s)",
     )
+    _add_row_options(cols)
+
+
+def _add_row_options(cols: Any) -> None:
+    """Which rows and models are used: missing voters, both-bad votes, rare models."""
+    cols.add_argument(
+        "--keep-missing-users",
+        action="store_true",
+        help="keep user ids such as NaN, NA, null or None as ordinary ids (default: they are "
+        "missing, and their rows are skipped and counted like empty ids)",
+    )
+    cols.add_argument(
+        "--bothbad-labels",
+        default="tie (bothbad)",
+        metavar="LABEL[,LABEL...]",
+        help="winner labels meaning 'both answers were bad', counted apart from ties; '' for "
+        "none (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--bothbad",
+        choices=("tie", "skip"),
+        default="tie",
+        help="a both-bad vote counts as a tie (as on Chatbot Arena), or is skipped; counted "
+        "either way (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--min-model-battles",
+        type=int_at_least(1),
+        default=5,
+        metavar="N",
+        help="exclude models with fewer battles (listed and counted), so that one stray row "
+        "cannot top the leaderboard; 1 keeps every model (default: %(default)s)",
+    )
 
 
 def _add_rating_options(ana: Any) -> None:
@@ -122,10 +165,12 @@ def _add_rating_options(ana: Any) -> None:
     )
     ana.add_argument(
         "--bt-mode",
-        choices=("mle", "ridge"),
+        choices=("mle", "ridge", "hier"),
         default="mle",
-        help="mle: unregularized maximum likelihood (paper), ridge where it does not exist; "
-        "ridge: always penalized (default: %(default)s)",
+        help="per-user BT: mle: unregularized maximum likelihood (paper), ridge where it does "
+        "not exist; ridge: always penalized; hier: the global strengths plus each user's "
+        "deviation, shrunk by one empirical-Bayes level (best for sparse users) "
+        "(default: %(default)s)",
     )
     ana.add_argument(
         "--ridge",
@@ -138,6 +183,15 @@ def _add_rating_options(ana: Any) -> None:
         type=int_at_least(0),
         default=100,
         help="bootstrap replicates of the global intervals (default: %(default)s)",
+    )
+    ana.add_argument(
+        "--elo-orders",
+        type=int_at_least(0),
+        default=0,
+        metavar="N",
+        help="average online Elo over N seeded random orders of the battles and show the "
+        "spread (without timestamps the file order is arbitrary); 0: Elo in time or file "
+        "order (default: %(default)s)",
     )
     ana.add_argument(
         "--seed",
@@ -250,7 +304,7 @@ def _load_run(args: argparse.Namespace, out_dir: Path, out: Any) -> tuple[Any, i
 
 
 def _schema(args: argparse.Namespace, prompt: str | None) -> Any:
-    """The battle schema of the column and label options, with ``prompt`` as the prompt
+    """The battle schema of the column, label and row options, with ``prompt`` as the prompt
     column."""
     from prefduel.ranking import BattleSchema
 
@@ -263,6 +317,10 @@ def _schema(args: argparse.Namespace, prompt: str | None) -> Any:
         time=args.time_col,
         prompt=prompt,
         unknown_winner=args.unknown_winner,
+        label_bothbad=tuple(x.strip() for x in args.bothbad_labels.split(",") if x.strip()),
+        bothbad=args.bothbad,
+        keep_missing_users=args.keep_missing_users,
+        min_model_battles=args.min_model_battles,
     )
 
 
@@ -324,6 +382,7 @@ def _rank_config(args: argparse.Namespace, min_votes: int | None) -> Any:
         members=args.mlp_ensemble,
         folds=args.cv_folds,
         shuffle_control=not args.no_shuffle_control,
+        elo_orders=args.elo_orders,
     )
 
 
@@ -342,6 +401,11 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
         loaded = _read_file_battles(args, out_dir)
     battles, min_votes = loaded
     config = _rank_config(args, min_votes)
+    user = None
+    if args.user is not None:  # refused before the long analysis, not after it
+        from prefduel.ranking.personal import find_user
+
+        user = find_user(battles, args.user, config.min_votes)
     out.write(_input_summary(battles.summary()))
     started = time.perf_counter()
 
@@ -353,9 +417,17 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
     out.write(_summary_text(result))
     for message in result.messages:
         out.write(f"note: {message}\n")
+    if user is not None:
+        from prefduel.core.document_text import table_text
+        from prefduel.ranking.report import user_leaderboard_table
+
+        out.write("\n" + table_text(user_leaderboard_table(result, user)) + "\n\n")
     out.write(
         f"wrote {paths['html']}, {paths['md'].name}, {paths['json'].name}, "
-        f"{paths['models_csv'].name}, {paths['users_csv'].name}\n"
+        f"{paths['models_csv'].name}, {paths['users_csv'].name}, "
+        f"{paths['user_models_csv'].name}"
+        + (", user_models.parquet" if "user_models_parquet" in paths else "")
+        + "\n"
     )
     return 0
 
@@ -375,7 +447,40 @@ def _input_summary(summary: dict[str, Any]) -> str:
             else ""
         )
         + "\n"
+        + _input_details(summary)
     )
+
+
+def _input_details(summary: dict[str, Any]) -> str:
+    """Lines naming what the row policies found: missing voter ids, excluded models, and
+    both-bad votes (nothing when none was found)."""
+    lines = []
+    missing = summary.get("missing_users") or {}
+    if missing:
+        spelled = ", ".join(f"{k or '(empty)'}: {v}" for k, v in missing.items())
+        hint = "; --keep-missing-users keeps ids such as NaN as users" if any(missing) else ""
+        lines.append(f"missing user ids (skipped as empty_user): {spelled}{hint}")
+    excluded = summary.get("excluded_models") or {}
+    if excluded:
+        shown = ", ".join(f"{name!r} ({n})" for name, n in list(excluded.items())[:20])
+        more = f" and {len(excluded) - 20} more" if len(excluded) > 20 else ""
+        lines.append(
+            f"excluded {len(excluded)} model(s) with fewer than {summary['min_model_battles']} "
+            f"battles (--min-model-battles; battles in parentheses): {shown}{more}"
+        )
+    outcomes = summary.get("outcomes") or {}
+    skipped_bothbad = summary["skipped"].get("bothbad", 0)
+    if outcomes.get("bothbad") or skipped_bothbad:
+        both = (
+            f"{skipped_bothbad} both bad skipped (--bothbad skip)"
+            if skipped_bothbad
+            else f"both bad {outcomes['bothbad']} counted as ties (--bothbad tie)"
+        )
+        lines.append(
+            f"outcomes: model_a {outcomes['model_a']}, model_b {outcomes['model_b']}, tie "
+            f"{outcomes['tie']}, {both}"
+        )
+    return "".join(line + "\n" for line in lines)
 
 
 def _summary_text(result: Any) -> str:
@@ -385,11 +490,20 @@ def _summary_text(result: Any) -> str:
     top = ", ".join(f"{m['model']} {m['bt']:.0f}" for m in models[:5] if m["bt"] is not None)
     lines.append(f"global BT (top {min(5, len(models))}): {top}")
     counts = result.user_counts
+    with_mle = counts["analysed"] - counts["bt_no_mle"]
     lines.append(
         f"per-user: {counts['analysed']} users with >= {result.config.min_votes} votes "
-        f"({counts['below_min_votes']} below, {counts['bt_fallback_to_ridge']} BT ridge "
-        "fallbacks)"
+        f"({counts['below_min_votes']} below); {with_mle} of them "
+        f"({100 * with_mle / max(counts['analysed'], 1):.0f}%) have a BT MLE; per-user BT "
+        f"--bt-mode {result.config.bt_mode} ({counts['bt_fallback_to_ridge']} ridge fallbacks)"
     )
+    if result.holdout:
+        loss = result.holdout
+        lines.append(
+            f"  held-out log-loss ({loss['votes']} votes): global {loss['global']:.4f}, ridge "
+            f"{loss['ridge']:.4f}, hierarchical {loss['hierarchical']:.4f} (best: "
+            f"{loss['best']})"
+        )
     for name, summary in (("Elo", result.summary_elo), ("BT", result.summary_bt)):
         if summary["mean"] is None:
             lines.append(f"  {name}: no defined correlation")

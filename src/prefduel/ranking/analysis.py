@@ -1,11 +1,14 @@
 """The whole personalized-ranking analysis of a battle log, as one call.
 
-`analyze` runs, in order: global Elo and Bradley-Terry with bootstrap intervals; per-user
-Elo and BT for users with enough votes; Spearman correlations with the global ranking over each
-user's models, their summary and Wilcoxon tests; topic and style profiles; style meta-styles and
-clusters; and the cross-validated MLP prediction of per-user score vectors against the
-global-mean predictor (with a shuffled-features control). Every count of what was left out, and
-why, travels with the result.
+`analyze` runs, in order: global Elo and Bradley-Terry with bootstrap intervals and Arena-style
+rank intervals; per-user Elo and BT (MLE, ridge or hierarchical) with intervals for users with
+enough votes; Spearman correlations with the global ranking over each user's models, their
+summary (overall and split by whether the user's BT MLE exists) and Wilcoxon tests; the
+held-out-vote log-loss of the global, ridge and hierarchical estimates; topic and style
+profiles, checked for degenerate features; style meta-styles and clusters; and the
+cross-validated MLP prediction of per-user score vectors against the global-mean predictor (with
+a shuffled-features control). Every count of what was left out, and why, travels with the
+result.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from prefduel.core.rng import stream
 from prefduel.ranking.analysis_result import GlobalRatings, RankAnalysis, RankConfig
 from prefduel.ranking.battles import Battles
 from prefduel.ranking.bt import bt_bootstrap, bt_ratings
-from prefduel.ranking.elo import elo_bootstrap, elo_ratings
+from prefduel.ranking.elo import elo_bootstrap, elo_orders, elo_ratings
 from prefduel.ranking.errors import RankingError
+from prefduel.ranking.hier import holdout_logloss
 from prefduel.ranking.personal import (
     PersonalRatings,
     correlation_summary,
@@ -29,7 +33,7 @@ from prefduel.ranking.personal import (
     spearman_to_global,
 )
 from prefduel.ranking.predict import PredictorSpec, predict_scores
-from prefduel.ranking.style import meta_styles, style_features
+from prefduel.ranking.style import feature_check, meta_styles, style_features
 from prefduel.ranking.topics import Topics, fit_topics, user_profiles
 
 __all__ = ["GlobalRatings", "RankAnalysis", "RankConfig", "analyze"]
@@ -47,8 +51,8 @@ def analyze(
         battles: Validated battles (see `read_battles`).
         config: Settings (default `RankConfig`).
         on_stage: Called with a stage's name as it starts (``global ratings``, ``per-user
-            ratings``, ``topics``, ``style features``, ``meta-styles``, ``prediction``), so a
-            caller can show progress through the long steps.
+            ratings``, ``held-out log-loss``, ``topics``, ``style features``, ``meta-styles``,
+            ``prediction``), so a caller can show progress through the long steps.
 
     Returns:
         A `RankAnalysis`.
@@ -84,6 +88,7 @@ def analyze(
         messages=messages,
         timings=timings,
     )
+    _holdout_step(result, stage)
     if config.features:
         _features(result, stage)
     else:
@@ -97,7 +102,13 @@ def _personal(
     """Per-user Elo and BT of the ``U'`` users with enough votes, and their Spearman
     correlations with the global ranking, ``rho_elo`` and ``rho_bt`` ``(U',)``."""
     personal = personal_ratings(
-        battles, config.min_votes, k=config.k, bt_mode=config.bt_mode, ridge=config.ridge
+        battles,
+        config.min_votes,
+        k=config.k,
+        bt_mode=config.bt_mode,
+        ridge=config.ridge,
+        seed=config.seed,
+        elo_order_count=config.elo_orders,
     )
     rho_elo = spearman_to_global(personal.elo, glob.elo)
     rho_bt = spearman_to_global(personal.bt, glob.bt)
@@ -120,6 +131,7 @@ def _user_counts(
         "below_min_votes": personal.below_min_users,
         "battles_of_users_below_min_votes": personal.below_min_battles,
         "bt_fallback_to_ridge": int(personal.bt_fallback.sum()),
+        "bt_no_mle": int(np.sum(~personal.bt_mle_exists)),
         "undefined_rho_elo": int(np.sum(~np.isfinite(rho_elo))),
         "undefined_rho_bt": int(np.sum(~np.isfinite(rho_bt))),
     }
@@ -127,7 +139,8 @@ def _user_counts(
 
 def _global(battles: Battles, config: RankConfig, messages: list[str]) -> GlobalRatings:
     m = battles.n_models
-    fit = bt_ratings(battles, config.bt_mode, config.ridge)
+    mode = "mle" if config.bt_mode == "hier" else config.bt_mode  # hier shrinks to the MLE
+    fit = bt_ratings(battles, mode, config.ridge)
     if fit.fallback[0]:
         never_won = [battles.models[i] for i in np.flatnonzero(fit.never_won[0])]
         never_lost = [battles.models[i] for i in np.flatnonzero(fit.never_lost[0])]
@@ -136,44 +149,136 @@ def _global(battles: Battles, config: RankConfig, messages: list[str]) -> Global
             f"{never_won or 'none'}; never lost: {never_lost or 'none'}; or separated groups); "
             f"global BT uses ridge {config.ridge} instead"
         )
-    elo = elo_ratings(battles, config.k)
+    elo, order_sd, in_order = _global_elo(battles, config, messages)
     bt_ci = elo_ci = None
     if config.bootstrap > 0:
         boot = bt_bootstrap(
             battles,
             stream(config.seed, "ranking", "bootstrap", "bt"),
             config.bootstrap,
-            config.bt_mode,
+            mode,
             config.ridge,
         )
         bt_ci = np.nanquantile(boot.scores, [0.025, 0.975], axis=0).T
-        if config.bootstrap * battles.n <= config.elo_bootstrap_cells:
-            reps = elo_bootstrap(
-                battles,
-                stream(config.seed, "ranking", "bootstrap", "elo"),
-                config.bootstrap,
-                config.k,
-            )
-            elo_ci = np.quantile(reps, [0.025, 0.975], axis=0).T
-        else:
-            messages.append(
-                f"Elo intervals skipped: {config.bootstrap} replicates x {battles.n} battles "
-                f"exceeds {config.elo_bootstrap_cells} steps (raise elo_bootstrap_cells or "
-                "lower bootstrap); BT intervals are exact multinomial resamples and were run"
-            )
+        elo_ci = _elo_intervals(battles, config, messages)
     played = np.bincount(battles.a, minlength=m) + np.bincount(battles.b, minlength=m)
     wins = np.bincount(battles.a, weights=battles.outcome, minlength=m) + np.bincount(
         battles.b, weights=1.0 - battles.outcome, minlength=m
     )
+    bt = fit.scores[0]
+    rank = _point_ranks(bt)
     return GlobalRatings(
         elo=elo,
         elo_ci=elo_ci,
-        bt=fit.scores[0],
+        bt=bt,
         bt_ci=bt_ci,
         bt_fit=fit,
         battles=played,
         win_rate=wins / np.maximum(played, 1),
+        rank=rank,
+        rank_ci=None if bt_ci is None else overlap_rank_intervals(rank, bt_ci),
+        elo_order_sd=order_sd,
+        elo_in_order=in_order,
     )
+
+
+def _global_elo(
+    battles: Battles, config: RankConfig, messages: list[str]
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Global online Elo ``(M,)``: in the battles' order, or averaged over
+    ``config.elo_orders`` seeded random orders; then also its s.d. across orders and the Elo in
+    the battles' order (else ``None`` for both). Warns when the order is the file's."""
+    in_order = elo_ratings(battles, config.k)
+    if config.elo_orders == 0:
+        if battles.time is None:
+            messages.append(
+                "no timestamps (--time-col): online Elo follows the file order, which is "
+                "arbitrary, and another order can move models by several ranks; "
+                "--elo-orders N averages Elo over N seeded random orders and shows the spread"
+            )
+        return in_order, None, None
+    reps = elo_orders(
+        battles, stream(config.seed, "ranking", "elo_orders"), config.elo_orders, config.k
+    )
+    return reps.mean(axis=0), reps.std(axis=0), in_order
+
+
+def _elo_intervals(
+    battles: Battles, config: RankConfig, messages: list[str]
+) -> np.ndarray | None:
+    """``(M, 2)`` bootstrap intervals of the global Elo (resamples replayed in random order
+    when Elo is averaged over orders), or ``None`` with a note when too costly."""
+    if config.bootstrap * battles.n > config.elo_bootstrap_cells:
+        messages.append(
+            f"Elo intervals skipped: {config.bootstrap} replicates x {battles.n} battles "
+            f"exceeds {config.elo_bootstrap_cells} steps (raise elo_bootstrap_cells or "
+            "lower bootstrap); BT intervals are exact multinomial resamples and were run"
+        )
+        return None
+    reps = elo_bootstrap(
+        battles,
+        stream(config.seed, "ranking", "bootstrap", "elo"),
+        config.bootstrap,
+        config.k,
+        keep_order=config.elo_orders == 0,
+    )
+    return np.quantile(reps, [0.025, 0.975], axis=0).T
+
+
+def _point_ranks(scores: np.ndarray) -> np.ndarray:
+    """``(M,)`` ranks by ``scores`` (1 = best; ties in model order, as in the tables)."""
+    rank = np.empty(scores.size, dtype=np.int64)
+    rank[np.argsort(-scores, kind="stable")] = np.arange(1, scores.size + 1)
+    return rank
+
+
+def overlap_rank_intervals(rank: np.ndarray, ci: np.ndarray) -> np.ndarray:
+    """Arena-style rank intervals from score intervals.
+
+    A model cannot be separated from the models whose intervals overlap its own: its best rank
+    is 1 + the number of models whose interval lies wholly above its own, its worst rank is
+    ``M`` - the number wholly below. The point rank is kept inside (a percentile interval
+    need not hold its point estimate).
+
+    Args:
+        rank: ``(M,)`` point ranks (1 = best).
+        ci: ``(M, 2)`` score intervals.
+
+    Returns:
+        ``(M, 2)`` integer ``[best, worst]`` ranks.
+    """
+    lo, hi = ci[:, 0], ci[:, 1]
+    above = np.sum(lo[None, :] > hi[:, None], axis=1)  # models surely better than each
+    below = np.sum(hi[None, :] < lo[:, None], axis=1)  # models surely worse
+    best = np.minimum(1 + above, rank)
+    worst = np.maximum(rank.size - below, rank)
+    return np.column_stack([best, worst]).astype(np.int64)
+
+
+def _holdout_step(result: RankAnalysis, stage: Callable[[str], None]) -> None:
+    """Held-out-vote log-loss of the global, ridge and hierarchical estimates, in place."""
+    config = result.config
+    clock = time.perf_counter()
+    stage("held-out log-loss")
+    try:
+        loss = holdout_logloss(
+            result.battles,
+            result.personal.users,
+            folds=config.holdout_folds,
+            seed=config.seed,
+            ridge=config.ridge,
+        )
+    except RankingError as exc:
+        result.messages.append(f"held-out log-loss skipped: {exc}")
+        return
+    result.holdout = {
+        **loss,
+        "folds": config.holdout_folds,
+        "seed": config.seed,
+        "users": int(result.personal.users.size),
+        "best": min(("global", "ridge", "hierarchical"), key=lambda name: loss[name]),
+    }
+    result.timings["holdout"] = time.perf_counter() - clock
 
 
 def _features(result: RankAnalysis, stage: Callable[[str], None]) -> None:
@@ -197,8 +302,27 @@ def _features(result: RankAnalysis, stage: Callable[[str], None]) -> None:
     result.user_topics = user_topics[keep] if result.topics is not None else None
     result.user_style = user_style[keep]
     result.style_names = names
+    x = np.hstack([user_topics[keep], user_style[keep]])
+    if _degenerate_features(result, x, has_text):
+        return
     _meta_style_step(result, user_style[keep], names, stage)
-    _prediction_step(result, np.hstack([user_topics[keep], user_style[keep]]), keep, stage)
+    _prediction_step(result, x, keep, stage)
+
+
+def _degenerate_features(result: RankAnalysis, x: np.ndarray, has_text: np.ndarray) -> bool:
+    """Check the users' ``(U'', T + F)`` features (`feature_check`), record the check, and
+    say whether they are degenerate (then meta-styles and prediction are skipped, with a
+    message)."""
+    prompts = np.unique(result.battles.prompts[has_text].astype(str)).tolist()
+    check = feature_check(x, prompts)
+    result.feature_check = check
+    if check["degenerate"]:
+        result.messages.append(
+            f"the topic and style features are degenerate ({'; '.join(check['reasons'])}), so "
+            "meta-styles, style clusters and the prediction were skipped: a difference from "
+            "the mean predictor would be noise, not a finding"
+        )
+    return bool(check["degenerate"])
 
 
 def _topic_step(

@@ -16,6 +16,11 @@ from typing import Any
 import numpy as np
 
 from prefduel.ranking import _deps
+from prefduel.ranking.battle_filters import (
+    exclude_rare_models,
+    missing_user_counts,
+    spelled_missing,
+)
 from prefduel.ranking.battle_schema import (
     NOTE_REASONS,
     SKIP_REASONS,
@@ -132,13 +137,17 @@ def _factor(
     return out_codes, names, out_bad
 
 
-def _winner_codes(values: Any, schema: BattleSchema) -> tuple[np.ndarray, dict[str, int]]:
-    """Outcome per row (-1 missing, -2 unknown label) and the unknown labels with counts."""
+def _winner_codes(
+    values: Any, schema: BattleSchema
+) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+    """Outcome per row (-1 missing, -2 unknown label), the unknown labels with counts, and
+    which rows are both-bad votes (their outcome is a tie)."""
     pd = _deps.pandas()
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     table = {lab: WIN_A for lab in schema.label_a}
     table.update({lab: WIN_B for lab in schema.label_b})
-    table.update({lab: TIE for lab in schema.label_tie})
+    table.update({lab: TIE for lab in (*schema.label_tie, *schema.label_bothbad)})
+    bothbad_of_unique = np.zeros(len(uniques) + 1, dtype=bool)
     outcome_of_unique = np.empty(len(uniques) + 1)
     unknown: dict[str, int] = {}
     counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
@@ -148,11 +157,12 @@ def _winner_codes(values: Any, schema: BattleSchema) -> tuple[np.ndarray, dict[s
             outcome_of_unique[i] = -1.0  # missing
         elif text in table:
             outcome_of_unique[i] = table[text]
+            bothbad_of_unique[i] = text in schema.label_bothbad
         else:
             outcome_of_unique[i] = -2.0  # unknown
             unknown[text] = unknown.get(text, 0) + int(counts[i])
     outcome_of_unique[-1] = -1.0
-    return outcome_of_unique[codes], unknown
+    return outcome_of_unique[codes], unknown, bothbad_of_unique[codes]
 
 
 def validate_columns(
@@ -171,7 +181,7 @@ def validate_columns(
         columns: Column name -> ``(n_rows,)`` values; the schema's user column may be ``None``
             (every battle then belongs to one user ``"all"``).
         n_rows: Rows of the table.
-        schema: Column names and winner labels.
+        schema: Column names, labels and row policies.
         time_col: Column of the timestamps, or ``None``.
         prompt_col: Column of the prompts, or ``None``.
         source: Name used in messages.
@@ -187,10 +197,9 @@ def validate_columns(
     if n_rows == 0:
         raise BattleFormatError(f"{source}: no battles (the table has no rows)")
     coded = _code_rows(columns, n_rows, schema, policy, source)
-    keep = _usable_rows(coded, schema, policy, source, skips, notes)
+    keep, missing_users, excluded = _usable_rows(coded, schema, policy, source, skips, notes)
     if not keep.any():
-        detail = ", ".join(f"{k}: {v}" for k, v in skips.items() if v)
-        raise BattleFormatError(f"{source}: no usable battle among {n_read} rows ({detail})")
+        raise _nothing_usable_error(source, n_read, skips)
 
     rows = np.flatnonzero(keep)
     time = None
@@ -214,6 +223,23 @@ def validate_columns(
         n_rows=n_read,
         source=source,
         schema=schema,
+        missing_users=missing_users,
+        excluded_models=excluded,
+    )
+
+
+def _nothing_usable_error(source: str, n_read: int, skips: dict[str, int]) -> BattleFormatError:
+    """The error when every row was skipped: the counts, and the options that keep more."""
+    detail = ", ".join(f"{k}: {v}" for k, v in skips.items() if v)
+    hints = {
+        "empty_user": "--keep-missing-users keeps ids such as NaN or null",
+        "bothbad": "--bothbad tie counts both-bad votes as ties",
+        "rare_model": "a lower --min-model-battles keeps rarer models",
+    }
+    advice = "; ".join(hint for key, hint in hints.items() if skips.get(key))
+    return BattleFormatError(
+        f"{source}: no usable battle among {n_read} rows ({detail})"
+        + (f"; {advice}" if advice else "")
     )
 
 
@@ -225,10 +251,14 @@ class _CodedRows:
         a: ``(n_rows,)`` index of ``model_a`` in ``models``; -1 when blank or missing.
         b: ``(n_rows,)`` index of ``model_b``; -1 when blank or missing.
         models: Sorted cleaned model names of both columns.
-        user: ``(n_rows,)`` index into ``users``; -1 when blank or missing.
+        user: ``(n_rows,)`` index into ``users``; -1 when blank, missing or spelled as a
+            missing value (``NaN``, ``null``, ... unless ``keep_missing_users``).
         users: Sorted cleaned user ids.
+        user_spelling: ``(n_rows,)`` for the rows whose user id spells a missing value, its
+            index into ``users``; -1 for every other row.
         outcome: ``(n_rows,)`` outcome code; -1 missing winner, -2 unknown label.
         unknown: Unknown winner labels with their row counts.
+        bothbad: ``(n_rows,)`` the winner is a both-bad label (its outcome is a tie).
         bad_bytes: ``(n_rows,)`` a model name or user id had undecodable bytes.
     """
 
@@ -237,8 +267,10 @@ class _CodedRows:
     models: list[str]
     user: np.ndarray
     users: list[str]
+    user_spelling: np.ndarray
     outcome: np.ndarray
     unknown: dict[str, int]
+    bothbad: np.ndarray
     bad_bytes: np.ndarray
 
 
@@ -253,8 +285,11 @@ def _code_rows(
         user, users, bad_user = np.zeros(n_rows, np.int64), ["all"], np.zeros(n_rows, bool)
     else:
         (user,), users, (bad_user,) = _factor([columns[schema.user]], policy, "the user id", source)
-    outcome, unknown = _winner_codes(columns[schema.winner], schema)
-    return _CodedRows(a, b, models, user, users, outcome, unknown, bad_a | bad_b | bad_user)
+    user, spelling = spelled_missing(user, users, schema.keep_missing_users)
+    outcome, unknown, bothbad = _winner_codes(columns[schema.winner], schema)
+    return _CodedRows(
+        a, b, models, user, users, spelling, outcome, unknown, bothbad, bad_a | bad_b | bad_user
+    )
 
 
 def _usable_rows(
@@ -264,9 +299,14 @@ def _usable_rows(
     source: str,
     skips: dict[str, int],
     notes: dict[str, int],
-) -> np.ndarray:
+) -> tuple[np.ndarray, dict[str, int], dict[str, int]]:
     """``(n_rows,)`` mask of the rows kept; each dropped row counted once in ``skips``, under
     the first reason of `SKIP_REASONS` that applies (``skips`` and ``notes`` are updated).
+    Models with too few battles go last (`exclude_rare_models`), on the rows left.
+
+    Returns:
+        ``(kept rows, rows skipped for a missing user id by how the id was written, excluded
+        models with their battles)``.
 
     Raises:
         BattleFormatError: unknown winner labels while ``schema.unknown_winner == "error"``.
@@ -279,10 +319,11 @@ def _usable_rows(
     else:
         notes["non_utf8_repaired"] += int(coded.bad_bytes.sum())
 
-    def drop(reason: str, mask: np.ndarray) -> None:
+    def drop(reason: str, mask: np.ndarray) -> np.ndarray:
         hit = keep & mask
         skips[reason] += int(hit.sum())
         keep[hit] = False
+        return hit
 
     drop("missing_model", (a < 0) | (b < 0))
     drop("missing_winner", outcome == -1.0)
@@ -292,8 +333,14 @@ def _usable_rows(
             raise _unknown_winner_error(coded.unknown, unknown_rows, schema, source)
         drop("unknown_winner", outcome == -2.0)
     drop("self_battle", a == b)
-    drop("empty_user", coded.user < 0)
-    return keep
+    no_user = drop("empty_user", coded.user < 0)
+    if schema.bothbad == "skip":
+        drop("bothbad", coded.bothbad)
+    excluded, skips["rare_model"] = exclude_rare_models(
+        a, b, keep, coded.models, schema.min_model_battles
+    )
+    notes["bothbad_as_tie"] += int(np.sum(keep & coded.bothbad))
+    return keep, missing_user_counts(no_user, coded.user_spelling, coded.users), excluded
 
 
 def _unknown_winner_error(
@@ -302,7 +349,7 @@ def _unknown_winner_error(
     """The error naming the unknown labels, the first such row and the options."""
     first = int(np.flatnonzero(rows)[0])
     labels = ", ".join(f"{k!r} ({v} rows)" for k, v in sorted(unknown.items()))
-    expected = [*schema.label_a, *schema.label_b, *schema.label_tie]
+    expected = [*schema.label_a, *schema.label_b, *schema.label_tie, *schema.label_bothbad]
     return BattleFormatError(
         f"{source}: unknown winner label(s) in column {schema.winner!r}: {labels}; "
         f"first at data row {first + 1}; expected one of {expected} (set them with "

@@ -9,11 +9,14 @@ prompt and picked a winner (or a tie). Chatbot Arena publishes its votes in this
 Real vote logs name things differently, so every column name and every winner label is a
 setting of `BattleSchema`. Rows that cannot be used are never dropped silently: each is
 either an error (with the row and the option that changes the outcome) or a counted skip listed
-in `Battles.skips`; rows kept with a caveat are counted in `Battles.notes`.
+in `Battles.skips`; rows kept with a caveat are counted in `Battles.notes`. So are the schema's
+row policies: user ids spelled as missing values (``NaN``, ``null``, ...), "both bad" votes
+(counted as ties, or skipped) and models with fewer than ``min_model_battles`` battles.
 
 This module holds the public entry points; the data types are in
-`prefduel.ranking.battle_schema`, file reading and writing in `prefduel.ranking.battle_files`
-and the checks in `prefduel.ranking.battle_validation` (all re-exported here).
+`prefduel.ranking.battle_schema`, file reading and writing in `prefduel.ranking.battle_files`,
+the checks in `prefduel.ranking.battle_validation` (all re-exported here) and the policies that
+look beyond one row in `prefduel.ranking.battle_filters`.
 
 References:
     Chiang et al. (2024), Chatbot Arena: An Open Platform for Evaluating LLMs by Human
@@ -22,6 +25,7 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,8 +35,10 @@ import numpy as np
 from prefduel.ranking import _deps
 from prefduel.ranking.battle_files import format_of, read_frame, write_frame
 from prefduel.ranking.battle_schema import (
+    BOTHBAD_POLICIES,
     ENCODING_POLICIES,
     FORMATS,
+    MISSING_USER_TOKENS,
     NOTE_REASONS,
     SKIP_REASONS,
     TIE,
@@ -40,14 +46,17 @@ from prefduel.ranking.battle_schema import (
     WIN_B,
     Battles,
     BattleSchema,
+    BothBadPolicy,
     EncodingPolicy,
 )
 from prefduel.ranking.battle_validation import check_columns, first_user_turn, validate_columns
 from prefduel.ranking.errors import BattleFormatError
 
 __all__ = [
+    "BOTHBAD_POLICIES",
     "ENCODING_POLICIES",
     "FORMATS",
+    "MISSING_USER_TOKENS",
     "NOTE_REASONS",
     "SKIP_REASONS",
     "TIE",
@@ -55,6 +64,7 @@ __all__ = [
     "WIN_B",
     "BattleSchema",
     "Battles",
+    "BothBadPolicy",
     "EncodingPolicy",
     "battles_from_arrays",
     "battles_from_frame",
@@ -79,7 +89,7 @@ def battles_from_frame(
 
     Args:
         frame: ``n_rows`` rows with at least the schema's model, winner and user columns.
-        schema: Column names and winner labels (default: Arena's).
+        schema: Column names, winner labels and row policies (default: Arena's).
         source: Name used in messages (a path).
         encoding_errors: What to do with ``bytes`` values that are not UTF-8 (Parquet binary
             columns): ``"error"``, ``"replace"`` (kept, counted in notes) or ``"skip"``.
@@ -133,7 +143,7 @@ def battles_from_arrays(
         user: ``(n,)`` user ids; ``None`` puts every battle under one user ``"all"``.
         time: ``(n,)`` timestamps, optional.
         prompt: ``(n,)`` prompt texts or Arena conversations, optional.
-        schema: Winner labels (column names are ignored).
+        schema: Winner labels and row policies (its column names are ignored).
 
     Returns:
         The validated `Battles`.
@@ -153,13 +163,14 @@ def battles_from_arrays(
     for name, col in columns.items():
         if col is not None and col.shape != (n,):
             raise BattleFormatError(f"battles: {name} has shape {col.shape}, expected ({n},)")
-    schema = BattleSchema(
+    schema = dataclasses.replace(  # the labels and row policies of ``base``, our columns
+        base,
+        model_a="model_a",
+        model_b="model_b",
+        winner="winner",
+        user="judge",
         time="tstamp" if time is not None else None,
         prompt="prompt" if prompt is not None else None,
-        label_a=base.label_a,
-        label_b=base.label_b,
-        label_tie=base.label_tie,
-        unknown_winner=base.unknown_winner,
     )
     time_col = "tstamp" if time is not None else None
     prompt_col = "prompt" if prompt is not None else None
@@ -178,7 +189,7 @@ def read_battles(
     Args:
         path: A ``.csv``, ``.json`` (a list of records), ``.jsonl``/``.ndjson`` (one record per
             line) or ``.parquet`` file.
-        schema: Column names and winner labels (default: Arena's).
+        schema: Column names, winner labels and row policies (default: Arena's).
         fmt: Force a format (one of `FORMATS`) instead of the file suffix.
         encoding_errors: Invalid UTF-8 in a text file: ``"error"`` names the first bad line;
             ``"replace"`` keeps the rows with U+FFFD (counted in notes); ``"skip"`` drops the bad

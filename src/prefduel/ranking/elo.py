@@ -17,6 +17,8 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from prefduel.ranking.battles import Battles
@@ -97,6 +99,7 @@ def elo_bootstrap(
     initial: float = 1000.0,
     scale: float = 400.0,
     base: float = 10.0,
+    keep_order: bool = True,
 ) -> np.ndarray:
     """Elo of bootstrap resamples of the battles (with replacement, time order kept).
 
@@ -111,19 +114,63 @@ def elo_bootstrap(
         initial: Starting rating.
         scale: Rating points per factor ``base`` in the odds.
         base: Base of the odds.
+        keep_order: Replay each resample in the battles' order; ``False`` replays it in a
+            random order (so the intervals also cover the order, as with `elo_orders`).
 
     Returns:
         Ratings ``(n_boot, M)``.
     """
     _check(k, scale, base)
     n = battles.n
-    samples = np.sort(rng.integers(0, n, size=(n_boot, n)), axis=1)
+    samples = rng.integers(0, n, size=(n_boot, n))
+    if keep_order:
+        samples = np.sort(samples, axis=1)
     a, b, s = battles.a[samples], battles.b[samples], battles.outcome[samples]
     ratings = np.full((n_boot, battles.n_models), float(initial))
     rep = np.arange(n_boot)
     for t in range(n):
         _elo_step(ratings, rep, a[:, t], b[:, t], s[:, t], k, scale, base)
     return ratings
+
+
+def elo_orders(
+    battles: Battles,
+    rng: np.random.Generator,
+    n_orders: int,
+    k: float = PAPER_K,
+    users: np.ndarray | None = None,
+) -> np.ndarray:
+    """Online Elo replayed in ``n_orders`` seeded random orders of the battles.
+
+    Online Elo depends on the order of the battles; without timestamps that order is the
+    file's, which is arbitrary. Averaging over random orders removes that arbitrariness, and
+    the spread across orders shows how much it mattered.
+
+    Args:
+        battles: Validated battles.
+        rng: Seeded generator of the orders.
+        n_orders: Number of orders (>= 1).
+        k: K-factor.
+        users: Rate these users ``(U',)`` on their own battles instead of all battles
+            globally.
+
+    Returns:
+        ``(n_orders, M)`` global ratings, or ``(n_orders, U', M)`` per-user ratings (NaN
+        unseen) when ``users`` is given.
+    """
+    _check(k, 400.0, 10.0)
+    if n_orders < 1:
+        raise RankingError(f"Elo orders must be >= 1, got {n_orders}")
+    reps = []
+    for _ in range(n_orders):
+        order = rng.permutation(battles.n)
+        a, b, s = battles.a[order], battles.b[order], battles.outcome[order]
+        if users is None:
+            reps.append(_elo_sequence(a, b, s, battles.n_models, k, 1000.0, 400.0, 10.0))
+        else:
+            shuffled = dataclasses.replace(battles, a=a, b=b, outcome=s, user=battles.user[order])
+            reps.append(elo_per_user(shuffled, users, k))
+    return np.stack(reps)
 
 
 # -- kernels ---------------------------------------------------------------------------------

@@ -156,18 +156,47 @@ def rank_intervals(
     Returns:
         ``(lo, hi)``, each ``(U, M)`` integer ranks.
     """
-    users, m = fit.logits.shape
-    lo = np.empty((users, m), dtype=np.int64)
-    hi = np.empty((users, m), dtype=np.int64)
+    return sampled_rank_intervals(fit.logits, fit.sd, rng, draws, level)
+
+
+def sampled_rank_intervals(
+    logits: np.ndarray,
+    sd: np.ndarray,
+    rng: np.random.Generator,
+    draws: int = 400,
+    level: float = 0.95,
+    seen: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rank intervals (1 = best) from independent Gaussian draws of each strength.
+
+    Args:
+        logits: ``(U, M)`` strengths (centre of the draws).
+        sd: ``(U, M)`` their standard deviations.
+        rng: Random stream of the draws.
+        draws: Draws per user.
+        level: Interval level.
+        seen: ``(U, M)`` rank only these models (the others rank last and get 0); default all.
+
+    Returns:
+        ``(lo, hi)``, each ``(U, M)`` integer ranks.
+    """
+    users, m = logits.shape
+    lo = np.zeros((users, m), dtype=np.int64)
+    hi = np.zeros((users, m), dtype=np.int64)
     tail = (1.0 - level) / 2.0
     chunk = max(1, _CHUNK_CELLS // (draws * m))
     for start in range(0, users, chunk):
         sl = slice(start, min(users, start + chunk))
         noise = rng.standard_normal((sl.stop - sl.start, draws, m))
-        samples = fit.logits[sl, None, :] + noise * fit.sd[sl, None, :]
+        samples = logits[sl, None, :] + noise * sd[sl, None, :]
+        if seen is not None:
+            samples = np.where(seen[sl, None, :], samples, -np.inf)
         ranks = np.argsort(np.argsort(-samples, axis=2), axis=2) + 1
         lo[sl] = np.floor(np.quantile(ranks, tail, axis=1)).astype(np.int64)
         hi[sl] = np.ceil(np.quantile(ranks, 1.0 - tail, axis=1)).astype(np.int64)
+    if seen is not None:
+        lo[~seen] = 0
+        hi[~seen] = 0
     return lo, hi
 
 
@@ -373,5 +402,6 @@ __all__ = [
     "choose_tau",
     "holdout_logloss",
     "rank_intervals",
+    "sampled_rank_intervals",
     "user_wins",
 ]

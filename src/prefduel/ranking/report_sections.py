@@ -9,6 +9,7 @@ figure follows the table of the section it illustrates.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from prefduel.core.document import (
@@ -44,6 +45,7 @@ _MODEL_FLAGS = (("never won", "never_won"), ("never lost", "never_lost"))
 _USER_CAVEATS = {
     "battles_of_users_below_min_votes": "battles of those users",
     "bt_fallback_to_ridge": "analysed users whose BT MLE does not exist (ridge used)",
+    "bt_no_mle": "analysed users whose BT MLE does not exist (whatever the BT mode)",
     "undefined_rho_elo": "analysed users with an undefined Elo correlation",
     "undefined_rho_bt": "analysed users with an undefined BT correlation",
     "analysed_without_prompts": "analysed users without prompts (not in features)",
@@ -65,7 +67,7 @@ def report_document(data: dict[str, Any], figures: dict[str, str]) -> Document:
     lead = Paragraph(
         f"{data['users']['analysed']} users with at least {data['config']['min_votes']} votes; "
         f"mean Spearman ρ with the global ranking: Elo {_value(corr['elo']['mean'])}, "
-        f"Bradley-Terry {_value(corr['bt']['mean'])}.",
+        f"Bradley-Terry {_value(corr['bt']['mean'])}. {_estimate_sentence(data)}",
         "lead",
     )
     sections = [
@@ -73,7 +75,9 @@ def report_document(data: dict[str, Any], figures: dict[str, str]) -> Document:
         _caveats_section(data),
         _ratings_section(data, figures),
         _correlation_section(corr),
+        *_trust_sections(data),
         _tests_section(data["tests"], figures),
+        *_feature_sections(data.get("features")),
         *_prediction_sections(data.get("predictions") or {}, figures),
         *_topic_sections(data, figures),
         *_style_sections(data, figures),
@@ -85,12 +89,66 @@ def report_document(data: dict[str, Any], figures: dict[str, str]) -> Document:
         f"{inp['models']} models",
         f"{data['users']['analysed']} users analysed",
     ]
-    return Document("Personalized rankings", sections, intro=[lead], chips=chips)
+    return Document(
+        "Personalized rankings", sections, intro=[lead, *_warnings(data)], chips=chips
+    )
+
+
+def _estimate_sentence(data: dict[str, Any]) -> str:
+    """Which per-user BT estimates the users got, and ρ of those with and without an MLE."""
+    per_user = data["per_user_bt"]
+    users, with_mle = per_user["users"], per_user["mle_exists"]
+    split = data["correlation"]["by_bt_estimate"]
+    share = 100.0 * with_mle / max(users, 1)
+    if per_user["mode"] == "mle":
+        how = f"the other {users - with_mle} use ridge BT"
+    else:
+        how = f"every user's BT is {split['no_mle']['bt_estimate']}"
+        if per_user["tau"] is not None:
+            how += f" (shrinkage τ = {_value(per_user['tau'])} logits)"
+    return (
+        f"{with_mle} of {users} users ({share:.0f}%) have a BT maximum-likelihood estimate; "
+        f"{how}. Mean BT ρ: {_value(split['mle_exists']['bt']['mean'])} with an MLE, "
+        f"{_value(split['no_mle']['bt']['mean'])} without."
+    )
+
+
+def _warnings(data: dict[str, Any]) -> list[Block]:
+    """What a reader must know before trusting the numbers: an arbitrary Elo order, and
+    degenerate features."""
+    out: list[Block] = []
+    order = data["global"]["elo_order"]
+    if not order["timestamps"] and not order["orders"]:
+        out.append(
+            Paragraph(
+                "No timestamps: online Elo follows the file order, which is arbitrary; another "
+                "order can move models by several ranks. Rerun with --elo-orders N to average "
+                "Elo over N seeded random orders, or rely on Bradley-Terry, which ignores order.",
+                "warn",
+            )
+        )
+    features = data.get("features")
+    if features and features["degenerate"]:
+        out.append(
+            Paragraph(
+                f"Degenerate features ({'; '.join(features['reasons'])}): meta-styles, style "
+                "clusters and the prediction were skipped, as they would report noise.",
+                "warn",
+            )
+        )
+    return out
 
 
 def _value(value: float | None, digits: int = 3) -> str:
     """A reported number: ``digits`` decimals, tiny and huge values in ``e`` notation."""
     return number(value, digits, scientific=True)
+
+
+def _rank_range(low: int | None, high: int | None) -> str:
+    """A rank interval as ``low–high`` (one number when they agree), `NO_VALUE` without one."""
+    if low is None or high is None:
+        return NO_VALUE
+    return str(low) if low == high else f"{low}–{high}"
 
 
 def _interval(low: float | None, high: float | None, digits: int = 1) -> str:
@@ -145,35 +203,67 @@ def _caveats_section(data: dict[str, Any]) -> Section:
 
 
 def _ratings_section(data: dict[str, Any], figures: dict[str, str]) -> Section:
-    """Global BT and Elo ratings with intervals, battles, win rate and never-won/lost flags."""
-    g, cfg = data["global"], data["config"]
+    """Global BT and Elo ratings with intervals, rank intervals, battles, win rate and
+    never-won/lost flags (and the spread of Elo across orders when averaged)."""
+    g = data["global"]
+    by_orders = bool(g["elo_order"]["orders"])
     rows = []
     for m in g["models"]:
         flags = [text for text, key in _MODEL_FLAGS if m[key]]
-        rows.append(
-            [
-                m["model"],
-                _value(m["bt"], 1),
-                _interval(m["bt_lo"], m["bt_hi"]),
-                _value(m["elo"], 1),
-                _interval(m["elo_lo"], m["elo_hi"]),
-                str(m["battles"]),
-                _value(m["win_rate"], 3),
-                Cell(" ".join(flags), tone="warn" if flags else ""),
-            ]
-        )
-    note = (
-        f"BT mode {g['bt_mode']}; the MLE "
-        f"{'exists' if g['bt_mle_exists'] else 'does not exist (ridge used)'}; Elo K = "
-        f"{cfg['k']}; {cfg['bootstrap']} bootstrap replicates."
-    )
-    columns = ["model", "BT", "BT 95%", "Elo", "Elo 95%", "battles", "win rate", "flags"]
-    table = Table(columns, rows, note=note, key="models")
+        row = [
+            m["model"],
+            _value(m["bt"], 1),
+            _interval(m["bt_lo"], m["bt_hi"]),
+            str(m["rank"]) if m["rank"] is not None else NO_VALUE,
+            _rank_range(m["rank_lo"], m["rank_hi"]),
+            _value(m["elo"], 1),
+            _interval(m["elo_lo"], m["elo_hi"]),
+        ]
+        if by_orders:
+            row.append(_value(m.get("elo_order_sd"), 1))
+        flag_cell = Cell(" ".join(flags), tone="warn" if flags else "")
+        row += [str(m["battles"]), _value(m["win_rate"], 3), flag_cell]
+        rows.append(row)
+    columns = ["model", "BT", "BT 95%", "rank", "rank 95%", "Elo", "Elo 95%"]
+    if by_orders:
+        columns.append("Elo s.d. over orders")
+    columns += ["battles", "win rate", "flags"]
+    table = Table(columns, rows, note=_ratings_note(data), key="models")
     return Section("Global ratings", [table, *_figure(figures, "ratings")])
 
 
+def _ratings_note(data: dict[str, Any]) -> str:
+    """How the global ratings were made: BT mode, MLE, Elo order, bootstrap, rank rule."""
+    g, cfg = data["global"], data["config"]
+    order = g["elo_order"]
+    if order["orders"]:
+        how = (
+            f"Elo = mean over {order['orders']} seeded random orders (s.d. across orders: mean "
+            f"{_value(order['order_sd_mean'], 1)}, max {_value(order['order_sd_max'], 1)}; "
+            f"Spearman ρ of the "
+            f"{'time' if order['timestamps'] else 'file'}-order Elo with the mean: "
+            f"{_value(order['spearman_in_order_vs_mean'])})"
+        )
+    else:
+        how = f"Elo in {'time' if order['timestamps'] else 'file'} order"
+    return (
+        f"Global BT mode {g['bt_mode']}; the MLE "
+        f"{'exists' if g['bt_mle_exists'] else 'does not exist (ridge used)'}; Elo K = "
+        f"{cfg['k']}; {how}; {cfg['bootstrap']} bootstrap replicates. Rank 95%: the ranks a "
+        "model can take given the BT intervals (Arena-style: it cannot be separated from the "
+        "models whose intervals overlap its own)."
+    )
+
+
 def _correlation_section(corr: dict[str, Any]) -> Section:
-    """Summary of the per-user Spearman correlations with the global ranking."""
+    """Summary of the per-user Spearman correlations with the global ranking, overall and
+    split by whether the user's BT MLE exists."""
+    split = corr["by_bt_estimate"]
+    labelled = [("Elo", corr["elo"]), ("Bradley-Terry", corr["bt"])]
+    for key, who in (("mle_exists", "users with a BT MLE"), ("no_mle", "users without")):
+        group = split[key]
+        labelled.append((f"Elo, {who}", group["elo"]))
+        labelled.append((f"BT ({group['bt_estimate']}), {who}", group["bt"]))
     rows = [
         [
             name,
@@ -185,17 +275,82 @@ def _correlation_section(corr: dict[str, Any]) -> Section:
             _value(c["share_below_0.5"]),
             str(c["undefined"]),
         ]
-        for name, c in (("Elo", corr["elo"]), ("Bradley-Terry", corr["bt"]))
+        for name, c in labelled
     ]
     columns = ["system", "users", "mean", "s.d.", "median", "share < 0.1", "share < 0.5"]
-    table = Table(
-        [*columns, "undefined"],
-        rows,
-        note="Paper (115 Arena users): Elo mean 0.432, BT mean 0.043.",
-        key="correlation",
+    without = split["no_mle"]
+    toward = "the global ranking" if without["bt_estimate"] == "hierarchical" else "equal models"
+    note = (
+        "Paper (115 Arena users): Elo mean 0.432, BT mean 0.043. Users without a BT MLE "
+        f"({without['users']} of {without['users'] + split['mle_exists']['users']}) get a "
+        f"{without['bt_estimate']} BT, shrunk toward {toward}, which moves their ρ: compare "
+        "the groups before reading the overall mean."
     )
+    table = Table([*columns, "undefined"], rows, note=note, key="correlation")
     title = "Per-user vs global ranking (Spearman, over the models each user evaluated)"
     return Section(title, [table])
+
+
+def _trust_sections(data: dict[str, Any]) -> list[Section]:
+    """"Which estimate to trust": held-out-vote log-loss of the global, ridge and hierarchical
+    BT estimates (none if it was not computed)."""
+    loss = data.get("holdout")
+    if not loss:
+        return []
+    labels = {
+        "global": "global BT (one ranking for everyone)",
+        "ridge": "per-user ridge BT",
+        "hierarchical": "hierarchical BT (global + shrunk user deviation)",
+    }
+    rows = [
+        [
+            Cell(label, tone="best" if name == loss["best"] else ""),
+            _value(loss[name], 4),
+            number(loss[name] - math.log(2), 4, sign=True),
+        ]
+        for name, label in labels.items()
+    ]
+    note = (
+        f"{loss['votes']} held-out votes of {loss['users']} analysed users, {loss['folds']} "
+        f"seeded folds per user (seed {loss['seed']}): each vote is predicted by fits that did "
+        "not see it (the global fit also sees other users' votes); ties count as half a win "
+        "each way. Lower is better; a coin flip scores log 2 = 0.6931. Mean shrinkage τ of "
+        f"the hierarchical fits: {_value(loss['tau'])} logits."
+    )
+    table = Table(
+        ["estimate", "held-out log-loss", "vs coin flip"], rows, note=note, key="holdout"
+    )
+    lead = Paragraph(
+        f"On this log, the {labels[loss['best']]} predicts held-out votes best; this run's "
+        f"per-user BT is --bt-mode {data['per_user_bt']['mode']}.",
+        "lead",
+    )
+    return [Section("Which estimate to trust", [lead, table])]
+
+
+def _feature_sections(check: dict[str, Any] | None) -> list[Section]:
+    """Whether the topic and style features can carry a finding (none if not checked)."""
+    if not check:
+        return []
+    single = check["single_token_share"]
+    rows = [
+        ["users with prompts", str(check["users"])],
+        ["features (topics + style)", str(check["features"])],
+        ["features that vary across users", str(check["varying_features"])],
+        ["independent directions of variation", str(check["effective_rank"])],
+        ["share of the first direction", _value(check["first_direction_share"])],
+        ["distinct prompts", str(check["distinct_prompts"])],
+        ["share that are single tokens (ids)", _value(single)],
+        [
+            "verdict",
+            Cell(
+                "degenerate: " + "; ".join(check["reasons"]) if check["degenerate"] else "usable",
+                tone="warn" if check["degenerate"] else "",
+            ),
+        ],
+    ]
+    table = Table(["", "value"], rows, key="feature_check")
+    return [Section("Feature check", [table])]
 
 
 def _tests_section(tests: dict[str, Any], figures: dict[str, str]) -> Section:

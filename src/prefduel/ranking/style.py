@@ -32,6 +32,10 @@ from prefduel.ranking.errors import RankingError
 
 STYLE_BACKENDS: tuple[str, ...] = ("handcrafted", "embedding")
 REDUCERS: tuple[str, ...] = ("pca", "nmf")
+#: Prompts are ids, not text, when at least this share of the distinct ones is a single token.
+ID_PROMPT_SHARE = 0.9
+#: Features are one-dimensional when their first principal direction carries this share.
+ONE_DIRECTION_SHARE = 0.99
 
 #: Handcrafted features, in column order, with what each measures.
 STYLE_FEATURES: dict[str, str] = {
@@ -200,6 +204,59 @@ def standardize(x: np.ndarray) -> np.ndarray:
     sd = np.nanstd(x, axis=0)
     varies = sd > 1e-9 * np.maximum(1.0, np.abs(mean))
     return np.where(varies, (x - mean) / np.where(varies, sd, 1.0), 0.0)
+
+
+def feature_check(profiles: np.ndarray, prompts: Sequence[str]) -> dict[str, Any]:
+    """Whether users' feature profiles can carry a finding, or are degenerate.
+
+    Prompts that are ids (or nearly empty) make style features constant or make them vary
+    only through the id's length; a prediction from them is noise, however significant it
+    looks. The profiles are degenerate when no feature varies across users, when they vary
+    along fewer than 2 directions or one direction carries at least `ONE_DIRECTION_SHARE` of
+    the variation (after standardizing), or when at least `ID_PROMPT_SHARE` of the distinct
+    prompts are single tokens (ids, not text).
+
+    Args:
+        profiles: ``(U, F)`` users' feature profiles (topics and style).
+        prompts: The distinct non-empty prompts behind them.
+
+    Returns:
+        ``{"users", "features", "varying_features", "effective_rank",
+        "first_direction_share", "distinct_prompts", "single_token_share", "degenerate",
+        "reasons"}``.
+    """
+    z = standardize(np.asarray(profiles, dtype=float))
+    sv = np.linalg.svd(z, compute_uv=False) if z.size else np.zeros(0)
+    energy = sv * sv
+    total = float(energy.sum())
+    rank = int(np.sum(sv > 1e-6 * sv[0])) if total > 0 else 0
+    first = float(energy[0] / total) if total > 0 else None
+    texts = [t.strip() for t in prompts if t.strip()]
+    single = float(np.mean([len(t.split()) == 1 for t in texts])) if texts else None
+    reasons = []
+    varying = int(np.sum(np.any(z != 0, axis=0)))
+    if varying == 0:
+        reasons.append("no feature varies across users")
+    elif rank < 2:
+        reasons.append(f"the features vary along only {rank} direction across users")
+    elif first is not None and first >= ONE_DIRECTION_SHARE:
+        reasons.append(f"one direction carries {100 * first:.1f}% of the features' variation")
+    if single is not None and single >= ID_PROMPT_SHARE:
+        reasons.append(
+            f"{100 * single:.0f}% of the {len(texts)} distinct prompts are single tokens "
+            "(ids, not text)"
+        )
+    return {
+        "users": int(z.shape[0]),
+        "features": int(z.shape[1]),
+        "varying_features": varying,
+        "effective_rank": rank,
+        "first_direction_share": first,
+        "distinct_prompts": len(texts),
+        "single_token_share": single,
+        "degenerate": bool(reasons),
+        "reasons": reasons,
+    }
 
 
 def meta_styles(
