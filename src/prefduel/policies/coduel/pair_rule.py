@@ -10,6 +10,18 @@ strong regret of showing ``(i, j)`` on a question with features ``Phi`` is
 where ``G`` is the belief-averaged regret of greedy play, averaged over a bank of recent
 questions: a knowledge-gradient rule (Frazier, Powell & Dayanik, 2008) for strong regret. A
 click that tells components apart lowers ``G`` for the rest of the session.
+
+Two values of the best persona in ``G`` (``value``):
+
+- ``"updated"`` (CODuel's default): ``sum_c w'_c max_p u'_cp`` with each component's mean
+  *after* the hypothetical click. Within a component the means move with the click, so by
+  Jensen's inequality the expectation of this term rises with how far a click would move them:
+  it charges a pair for what it teaches inside a component, not only for the decision.
+- ``"decision"``: the belief's expected best-persona utility does not depend on which pair is
+  shown (under the exact belief, ``E_y E[max_p u_p | y] = E[max_p u_p]``), so it is taken from
+  the current belief, the same for every pair and outcome, and pairs differ only by the regret
+  now and the expected top-two mixture-mean utility after their click: a knowledge gradient on
+  the decision under the mixture belief.
 """
 
 from __future__ import annotations
@@ -42,35 +54,25 @@ def greedy_regret(weights: np.ndarray, utilities: np.ndarray) -> np.ndarray:
     return 2.0 * best - top2
 
 
-def lookahead_pair(
-    weights: np.ndarray,
-    mu: np.ndarray,
-    sigma: np.ndarray,
-    phi: np.ndarray,
-    bank: np.ndarray,
-    remaining: int,
-) -> tuple[tuple[int, int], np.ndarray]:
-    """Knowledge-gradient pair choice.
+LOOKAHEAD_VALUES = ("updated", "decision")
+
+
+def _outcome_beliefs(
+    weights: np.ndarray, mu: np.ndarray, sigma: np.ndarray, z: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Beliefs after each outcome of each pair's click.
 
     Args:
         weights: ``(C,)`` normalized component weights.
         mu: ``(C, d)`` component means; sigma: ``(C, d, d)`` covariances.
-        phi: ``(K, d)`` features of the current question.
-        bank: ``(Q, K, d)`` features of recent questions.
-        remaining: Rounds left in the session after this one.
+        z: ``(P, d)`` click features of the pairs.
 
     Returns:
-        The chosen pair (higher mixture-mean utility first) and the ``(n_pairs,)`` values.
+        ``(p_y (2, P), new_w (2, P, C), new_mu (2*P*C, d))``: outcome probabilities (row 0:
+        the first item wins), component weights and means after each outcome.
     """
-    k = phi.shape[0]
-    n_comp, d = mu.shape
-    pairs = pairs_of(k)
-    n_pairs = pairs.shape[0]
-    u_now = mu @ phi.T  # (C, K)
-    regret_now = weights @ (
-        2.0 * u_now.max(axis=1, keepdims=True) - u_now[:, pairs[:, 0]] - u_now[:, pairs[:, 1]]
-    )
-    z = phi[pairs[:, 0]] - phi[pairs[:, 1]]  # (P, d)
+    n_comp = mu.shape[0]
+    n_pairs = z.shape[0]
     # both outcomes of every (pair, component) in one batch: rows [y=1 ..., y=0 ...]
     z_b = np.tile(np.repeat(z, n_comp, axis=0), (2, 1))  # (2*P*C, d)
     mu_b = np.tile(mu, (2 * n_pairs, 1))
@@ -81,20 +83,65 @@ def lookahead_pair(
     joint = weights * np.stack([p_first, 1.0 - p_first])  # (2, P, C): P(y, c | pair)
     p_y = joint.sum(axis=2)  # (2, P)
     new_w = joint / np.maximum(p_y[..., None], 1e-300)
+    return p_y, new_w, new_mu
+
+
+def lookahead_pair(
+    weights: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    phi: np.ndarray,
+    bank: np.ndarray,
+    remaining: int,
+    value: str = "updated",
+) -> tuple[tuple[int, int], np.ndarray]:
+    """Knowledge-gradient pair choice.
+
+    Args:
+        weights: ``(C,)`` normalized component weights.
+        mu: ``(C, d)`` component means; sigma: ``(C, d, d)`` covariances.
+        phi: ``(K, d)`` features of the current question.
+        bank: ``(Q, K, d)`` features of recent questions.
+        remaining: Rounds left in the session after this one.
+        value: Value of the best persona after a click: ``"updated"`` (each component's
+            updated mean) or ``"decision"`` (the current belief's, the same for every pair);
+            see the module docstring.
+
+    Returns:
+        The chosen pair (higher mixture-mean utility first) and the ``(n_pairs,)`` values.
+
+    Raises:
+        ValueError: ``value`` is not one of `LOOKAHEAD_VALUES`.
+    """
+    if value not in LOOKAHEAD_VALUES:
+        raise ValueError(f"value must be one of {', '.join(LOOKAHEAD_VALUES)}, got {value!r}")
+    k = phi.shape[0]
+    n_comp, d = mu.shape
+    pairs = pairs_of(k)
+    n_pairs = pairs.shape[0]
+    u_now = mu @ phi.T  # (C, K)
+    regret_now = weights @ (
+        2.0 * u_now.max(axis=1, keepdims=True) - u_now[:, pairs[:, 0]] - u_now[:, pairs[:, 1]]
+    )
+    z = phi[pairs[:, 0]] - phi[pairs[:, 1]]  # (P, d)
+    p_y, new_w, new_mu = _outcome_beliefs(weights, mu, sigma, z)
     n_bank = bank.shape[0]
     # one matrix product for the utilities of every outcome, pair, component and bank question;
     # personas before questions, so the max over personas runs over whole rows (fast in numpy)
     bank_kq = bank.transpose(1, 0, 2).reshape(k * n_bank, d)
-    util = (new_mu @ bank_kq.T).reshape(2, n_pairs, n_comp, k, n_bank)
-    best = np.einsum("ypc,ypcq->ypq", new_w, util.max(axis=3))
+    if value == "updated":
+        util = (new_mu @ bank_kq.T).reshape(2, n_pairs, n_comp, k, n_bank)
+        best = np.einsum("ypc,ypcq->ypq", new_w, util.max(axis=3))
+    else:  # one value for every pair and outcome: the current belief's
+        best = weights @ (mu @ bank_kq.T).reshape(n_comp, k, n_bank).max(axis=1)  # (Q,)
     mean_mu = np.einsum("ypc,ypcd->ypd", new_w, new_mu.reshape(2, n_pairs, n_comp, d))
     mean_u = (mean_mu @ bank_kq.T).reshape(2, n_pairs, k, n_bank)
     top2 = -np.partition(-mean_u, 1, axis=2)[:, :, :2].sum(axis=2)
     future = (p_y * (2.0 * best - top2).mean(axis=-1)).sum(axis=0)  # (P,)
     values = regret_now + remaining * future
-    best = pairs[int(np.argmin(values))]
+    chosen = pairs[int(np.argmin(values))]
     mean_u = weights @ u_now
-    i, j = (int(best[0]), int(best[1]))
+    i, j = (int(chosen[0]), int(chosen[1]))
     if mean_u[j] > mean_u[i]:
         i, j = j, i
     return (i, j), values

@@ -14,13 +14,18 @@ sessions:
    by logistic regression on all completed sessions' clicks (ridge on A'), first after
    ``recal_first`` sessions and refitted every ``recal_every``.
 4. **Pair rule** (``pair_rule.py``): regret now plus expected greedy regret over the remaining
-   rounds after observing the click, averaged over a bank of recent questions.
+   rounds after observing the click, averaged over a bank of recent questions (``pair=kg``: the
+   same with a pair-independent value of the best persona, a knowledge gradient on the
+   decision).
 5. **Gate**: a no-transfer learner runs alongside; both predict every click before it is
    revealed; the population learner selects only while its log-likelihood ratio over
    completed sessions, after at least ``nmin`` of them, exceeds ``z`` standard errors.
 
 Every component has a setting that switches it off, so each ablation is a spec string:
 ``coduel:population=off``, ``coduel:recal=off``, ``coduel:pair=greedy``, ``coduel:gate=off``.
+Issue 18's departures from the seed are settings too, each off by default (today's CODuel):
+``pair=kg``, ``recal_scale=off``, ``recal_prior=population``, ``birth_margin=...``,
+``split=on``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import numpy as np
 from prefduel.policies.base import Policy
 from prefduel.policies.coduel.belief import MixtureBelief, laplace_step_batch
 from prefduel.policies.coduel.pair_rule import greedy_pair, lookahead_pair
-from prefduel.policies.coduel.population import Population
+from prefduel.policies.coduel.population import Population, component_posteriors
 from prefduel.policies.coduel.recal import apply_recalibration, fit_recalibration
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
@@ -45,6 +50,12 @@ def _switch(name: str, value: Any) -> bool:
     if value is False or value == "off":
         return False
     raise ValueError(f"{name} must be on or off, got {value!r}")
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
 
 
 def _positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> Any:
@@ -90,7 +101,9 @@ class CODuel(Policy):
     Args:
         population: ``on`` | ``off`` - learn a mixture prior from completed sessions.
         recal: ``on`` | ``off`` - recalibrate the rater feature with a learned 6x6 map.
-        pair: ``lookahead`` | ``greedy`` - knowledge-gradient pair rule or greedy pairs.
+        pair: ``lookahead`` | ``kg`` | ``greedy`` - knowledge-gradient pair rule (the best
+            persona valued by each component's updated mean), the same valued on the decision
+            (the current belief's best persona, the same for every pair), or greedy pairs.
         gate: ``on`` | ``off`` - transfer only while it predicts clicks better.
         alpha: Dirichlet-process concentration (20).
         components: Maximum learned components (16).
@@ -103,6 +116,15 @@ class CODuel(Policy):
         prior_var: Variance of the isotropic prior component (1.0, as ``notransfer``).
         em_iters: Warm-started EM iterations after each session (1; chosen on dev: 1, 2 and 3
             are within noise, 1 is fastest).
+        recal_scale: ``on`` | ``off`` - rescale A so that ``A g`` keeps the s.d. of g (on; not
+            in the seed).
+        recal_prior: ``isotropic`` | ``population`` - prior of the users' posterior means held
+            fixed while A is fitted (isotropic, under the raw g; population: the mixture prior,
+            under the current A).
+        birth_margin: Births when the isotropic prior's evidence is within this many nats of
+            the best learned component's (0, the seed's rule).
+        split: ``on`` | ``off`` - try a split move of the population (off).
+        split_every: Sessions between split attempts (10).
     """
 
     name = "coduel"
@@ -123,13 +145,16 @@ class CODuel(Policy):
         recal_every: int = 10,
         prior_var: float = 1.0,
         em_iters: int = 1,
+        recal_scale: Any = "on",
+        recal_prior: str = "isotropic",
+        birth_margin: float = 0.0,
+        split: Any = "off",
+        split_every: int = 10,
     ) -> None:
         self.population = _switch("population", population)
         self.recal = _switch("recal", recal)
         self.gate = _switch("gate", gate)
-        if pair not in ("lookahead", "greedy"):
-            raise ValueError(f"pair must be lookahead or greedy, got {pair!r}")
-        self.pair = pair
+        self.pair = _choice("pair", pair, ("lookahead", "kg", "greedy"))
         self.alpha = float(_positive("alpha", alpha))
         self.components = _positive("components", components, integer=True, allow_zero=True)
         if isinstance(z, bool) or not isinstance(z, int | float):
@@ -142,6 +167,11 @@ class CODuel(Policy):
         self.recal_every = _positive("recal_every", recal_every, integer=True)
         self.prior_var = float(_positive("prior_var", prior_var))
         self.em_iters = _positive("em_iters", em_iters, integer=True)
+        self.recal_scale = _switch("recal_scale", recal_scale)
+        self.recal_prior = _choice("recal_prior", recal_prior, ("isotropic", "population"))
+        self.birth_margin = float(_positive("birth_margin", birth_margin, allow_zero=True))
+        self.split = _switch("split", split)
+        self.split_every = _positive("split_every", split_every, integer=True)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -155,6 +185,8 @@ class CODuel(Policy):
             prior_var=self.prior_var,
             alpha=self.alpha,
             max_components=self.components,
+            birth_margin=self.birth_margin,
+            split_every=self.split_every if self.split else 0,
         )
         self.matrix: np.ndarray | None = None
         self._raw_fit: np.ndarray | None = None  # last unscaled fit, the next fit's start
@@ -191,14 +223,16 @@ class CODuel(Policy):
             self.transfer_rounds += 1
             remaining = self.S - self.t - 1
             weights = self.belief.weights
-            if self.pair == "lookahead" and remaining > 0 and weights.max() < 0.999 and self.recent:
+            lookahead = self.pair != "greedy" and remaining > 0 and bool(self.recent)
+            if lookahead and weights.max() < 0.999:
                 bank = np.stack(self.recent[-self.bank :])
                 if self.layout_ok:
                     bank = apply_recalibration(bank, self.matrix)
                 keep = weights > 1e-4
                 w = weights[keep] / weights[keep].sum()
+                value = "decision" if self.pair == "kg" else "updated"
                 pair, _ = lookahead_pair(
-                    w, self.belief.mu[keep], self.belief.sigma[keep], phi, bank, remaining
+                    w, self.belief.mu[keep], self.belief.sigma[keep], phi, bank, remaining, value
                 )
             else:
                 pair = greedy_pair(phi @ self.belief.mean() + jitter)
@@ -300,16 +334,14 @@ class CODuel(Policy):
     def _refit_recalibration(self) -> None:
         """Refit A from the raw rater scores (never composed with the previous A).
 
-        Users' vectors are their posterior means under the raw features, so each refit starts
-        from the same footing. Posterior means are shrunk toward zero, which the fit would
-        otherwise undo by inflating A; A is therefore rescaled so that ``A g`` keeps the s.d.
-        of ``g`` over the logged questions: recalibration changes how the rater's scores are
-        weighed across personas, and each user's own weight on g keeps the scale.
+        Users are held at their posterior means (see `_held_thetas`). Posterior means are
+        shrunk toward zero, which the fit would otherwise undo by inflating A; with
+        ``recal_scale`` on, A is therefore rescaled so that ``A g`` keeps the s.d. of ``g``
+        over the logged questions: recalibration changes how the rater's scores are weighed
+        across personas, and each user's own weight on g keeps the scale.
         """
         users = range(self.n_sessions)
-        current, self.matrix = self.matrix, None
-        _, _, theta = self._summaries(users)
-        self.matrix = current
+        theta = self._held_thetas()
         g = np.concatenate([self.log_g[u] for u in users])
         first = np.concatenate([self.log_first[u] for u in users])
         second = np.concatenate([self.log_second[u] for u in users])
@@ -328,9 +360,30 @@ class CODuel(Policy):
         self._raw_fit = matrix
         raw_sd = g[valid].std()
         new_sd = (g[valid] @ matrix.T).std()
-        if raw_sd > 0 and new_sd > 0:
+        if self.recal_scale and raw_sd > 0 and new_sd > 0:
             matrix = matrix * (raw_sd / new_sd)
         self.matrix = matrix
+
+    def _held_thetas(self) -> np.ndarray:
+        """Completed users' posterior means ``(n, d)`` held fixed while A is fitted.
+
+        ``recal_prior=isotropic``: under the isotropic prior and the raw features, so each refit
+        starts from the same footing. ``population``: under the population's mixture prior and
+        the current features (those the population was fitted under), the mixture of the
+        component posteriors' means weighted by each user's responsibilities.
+        """
+        users = range(self.n_sessions)
+        if self.recal_prior == "isotropic":
+            current, self.matrix = self.matrix, None
+            _, _, theta = self._summaries(users)
+            self.matrix = current
+            return theta
+        lam, h, _ = self._summaries(users)
+        m, _, loglik = component_posteriors(lam, h, self.pop.mu, self.pop.cov)
+        logr = loglik + np.log(np.maximum(self.pop.weights(), 1e-300))
+        r = np.exp(logr - logr.max(axis=1, keepdims=True))
+        r /= r.sum(axis=1, keepdims=True)
+        return np.einsum("nc,ncd->nd", r, m)
 
     def _gate(self) -> bool:
         if not self.population:

@@ -8,6 +8,11 @@ component ``N(0, prior_var I)`` is kept fixed with weight at least ``alpha / (al
 explained by the isotropic prior than by every learned component, and removed when its
 expected membership falls below ``death`` after ``grace`` sessions.
 
+Two departures from the seed, off by default (issue 18): births within ``birth_margin`` nats of
+the best learned component's evidence, and a split move every ``split_every`` sessions
+(`Population.try_split`), which replaces a learned component by two when the penalized
+likelihood of all completed users' summaries says it holds two groups.
+
 The direction ``u = (1, ..., 1, 0) / sqrt(K)`` (the same constant added to every persona's
 weight) cannot be identified from clicks (every click feature ``phi_i - phi_j`` is orthogonal
 to it); every component keeps the isotropic prior in that direction.
@@ -26,6 +31,18 @@ def unidentified_direction(d: int, k: int) -> np.ndarray:
     if d == k + 1:
         u[:k] = 1.0 / np.sqrt(k)
     return u
+
+
+def mixture_weights(counts: np.ndarray, n_sessions: int, alpha: float) -> np.ndarray:
+    """Prior weights ``(C,)`` of a population with expected memberships ``counts`` (index 0
+    the isotropic component) after ``n_sessions``: the isotropic weight is at least
+    ``alpha / (alpha + n_sessions)``, the learned components share the rest by membership."""
+    iso_floor = alpha / (alpha + n_sessions)
+    learned = counts[1:]
+    if learned.size == 0 or learned.sum() <= 0:
+        return np.ones(1) if learned.size == 0 else np.r_[1.0, np.zeros(learned.size)]
+    iso = max(iso_floor, counts[0] / max(n_sessions, 1))
+    return np.r_[iso, (1.0 - iso) * learned / learned.sum()]
 
 
 def component_posteriors(
@@ -129,6 +146,11 @@ class Population:
         max_components: Cap on learned components.
         death: Remove a learned component whose expected membership drops below this.
         grace: Sessions a newborn component is kept regardless of its membership.
+        birth_margin: A session founds a component when the isotropic prior's log evidence is
+            within this many nats of every learned component's (0: the seed's rule, better
+            explained by the isotropic prior).
+        split_every: Try a split move (`try_split`) after every ``split_every``-th session
+            (0: never, the seed's population).
     """
 
     d: int
@@ -138,10 +160,13 @@ class Population:
     max_components: int = 16
     death: float = 1.5
     grace: int = 5
+    birth_margin: float = 0.0
+    split_every: int = 0
     mu: np.ndarray = field(init=False)
     cov: np.ndarray = field(init=False)
     counts: np.ndarray = field(init=False)
     born: list[int] = field(init=False)
+    splits: list[int] = field(init=False)
     n_sessions: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
@@ -150,6 +175,7 @@ class Population:
         self.cov = self.prior_var * np.eye(self.d)[None]
         self.counts = np.zeros(1)
         self.born = [0]
+        self.splits = []  # sessions after which a split move was applied
 
     @property
     def n_learned(self) -> int:
@@ -158,13 +184,7 @@ class Population:
 
     def weights(self) -> np.ndarray:
         """Prior weights of the components ``(C,)``; index 0 is the isotropic component."""
-        n = self.n_sessions
-        iso_floor = self.alpha / (self.alpha + n)
-        learned = self.counts[1:]
-        if learned.size == 0 or learned.sum() <= 0:
-            return np.ones(1) if learned.size == 0 else np.r_[1.0, np.zeros(learned.size)]
-        iso = max(iso_floor, self.counts[0] / max(n, 1))
-        return np.r_[iso, (1.0 - iso) * learned / learned.sum()]
+        return mixture_weights(self.counts, self.n_sessions, self.alpha)
 
     def _project(self, mu: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Reset the unidentified direction to the isotropic prior."""
@@ -191,8 +211,9 @@ class Population:
         self.n_sessions += 1
         born = False
         m, post_cov, loglik = component_posteriors(lam[None], h[None], self.mu, self.cov)
-        if self.n_learned < self.max_components and loglik[0, 0] >= loglik[0, 1:].max(
-            initial=-np.inf
+        best_learned = loglik[0, 1:].max(initial=-np.inf)
+        if self.n_learned < self.max_components and (
+            loglik[0, 0] >= best_learned - self.birth_margin
         ):
             mu_new, cov_new = self._project(m[0, 0], post_cov[0, 0])
             self.mu = np.vstack([self.mu, mu_new[None]])
@@ -201,6 +222,9 @@ class Population:
             self.born.append(self.n_sessions)
             born = True
         self.fit(all_lam, all_h, em_iters)
+        if self.split_every and self.n_sessions % self.split_every == 0:
+            if self.try_split(all_lam, all_h):
+                self.fit(all_lam, all_h, 1)
         return born
 
     def fit(self, lam: np.ndarray, h: np.ndarray, iters: int) -> None:
@@ -237,6 +261,19 @@ class Population:
         the weighted scatter of those means plus the weighted posterior covariances (the
         extreme-deconvolution update).
         """
+        mean, cov, ok = self._moments(resp, chol, v)
+        for c in np.flatnonzero(ok):
+            self.mu[c + 1], self.cov[c + 1] = mean[c], cov[c]
+
+    def _moments(
+        self, resp: np.ndarray, chol: np.ndarray, v: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The extreme-deconvolution moments of `_m_step`, projected (see `_project`).
+
+        Returns:
+            ``(mean (C', d), cov (C', d, d), ok (C',))``; entries where ``ok`` is False (no
+            membership) are not set.
+        """
         d = self.d
         chol_inv = _triangular_inverse(chol)  # L^-1, (n, C', d, d)
         m = np.einsum("ncji,ncj->nci", chol_inv, v)  # posterior means L^-T v
@@ -250,9 +287,118 @@ class Population:
             resp.shape[1], -1, d
         )
         scatter = dev.transpose(0, 2, 1) @ dev + root.transpose(0, 2, 1) @ root  # (C', d, d)
+        out_mean, out_cov = np.zeros_like(mean), np.zeros_like(scatter)
         for c in np.flatnonzero(ok):
             cov = scatter[c] / weight[c] + 1e-6 * np.eye(d)
-            self.mu[c + 1], self.cov[c + 1] = self._project(mean[c], 0.5 * (cov + cov.T))
+            out_mean[c], out_cov[c] = self._project(mean[c], 0.5 * (cov + cov.T))
+        return out_mean, out_cov, ok
+
+    def split_penalty(self, n_users: int) -> float:
+        """BIC price of one more component over ``n_users`` summaries: half its free
+        parameters (mean and covariance on the identifiable subspace, and a weight) times
+        ``log n``."""
+        d_eff = self.d - int(self.u.any())
+        params = d_eff + d_eff * (d_eff + 1) / 2 + 1
+        return 0.5 * params * float(np.log(max(n_users, 2)))
+
+    def _total_loglik(self, loglik: np.ndarray, counts: np.ndarray) -> float:
+        """``sum_n log sum_c w_c p(user n | c)`` (up to a constant per user) for per-component
+        log evidence ``loglik (n, C)`` and weights from memberships ``counts (C,)``."""
+        weights = mixture_weights(counts, self.n_sessions, self.alpha)
+        a = loglik + np.log(np.maximum(weights, 1e-300))
+        top = a.max(axis=1)
+        return float((top + np.log(np.exp(a - top[:, None]).sum(axis=1))).sum())
+
+    def try_split(self, lam: np.ndarray, h: np.ndarray, iters: int = 5) -> bool:
+        """Split move: replace one learned component by two if that pays its BIC price.
+
+        For every learned component, its users (weighted by responsibility) are cut in two
+        along the main axis of the scatter of their posterior means, and the two children are
+        refitted by ``iters`` EM iterations on the parent's share of each user (the other
+        components fixed). The split that raises the mixture's log likelihood of all summaries
+        the most, by more than `split_penalty`, is applied; newborn children get the grace
+        period.
+
+        Args:
+            lam, h: Summaries of all completed users ``(n, d, d)``, ``(n, d)``.
+            iters: EM iterations for the two children.
+
+        Returns:
+            True if a component was split.
+        """
+        if self.n_learned == 0 or self.n_learned >= self.max_components:
+            return False
+        loglik, chol, v = component_evidence(lam, h, self.mu, self.cov)
+        logr = loglik + np.log(np.maximum(self.weights(), 1e-300))
+        resp = np.exp(logr - logr.max(axis=1, keepdims=True))
+        resp /= resp.sum(axis=1, keepdims=True)
+        counts = resp.sum(axis=0)
+        base = self._total_loglik(loglik, counts)
+        best_gain, best = self.split_penalty(lam.shape[0]), None
+        for c in range(1, self.mu.shape[0]):
+            children = self._split_children(lam, h, resp[:, c], chol[:, c], v[:, c], iters)
+            if children is None:
+                continue
+            keep = [i for i in range(self.mu.shape[0]) if i != c]
+            child_loglik = component_evidence(lam, h, children[0], children[1])[0]
+            gain = self._total_loglik(
+                np.concatenate([loglik[:, keep], child_loglik], axis=1),
+                np.r_[counts[keep], children[2]],
+            ) - base
+            if gain > best_gain:
+                best_gain, best = gain, (keep, children)
+        if best is None:
+            return False
+        keep, (mu2, cov2, counts2) = best
+        self.mu = np.concatenate([self.mu[keep], mu2])
+        self.cov = np.concatenate([self.cov[keep], cov2])
+        self.counts = np.r_[counts[keep], counts2]
+        self.born = [self.born[i] for i in keep] + [self.n_sessions] * 2
+        self.splits.append(self.n_sessions)
+        return True
+
+    def _split_children(
+        self,
+        lam: np.ndarray,
+        h: np.ndarray,
+        resp: np.ndarray,
+        chol: np.ndarray,
+        v: np.ndarray,
+        iters: int,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Two children of one component: ``(mu (2, d), cov (2, d, d), counts (2,))``, or None
+        when a child would hold fewer than ``death`` users.
+
+        Args:
+            lam, h: Summaries of all users.
+            resp: ``(n,)`` the parent's responsibilities.
+            chol, v: ``(n, d, d)``, ``(n, d)`` the users' posterior factors under the parent
+                (see `component_evidence`).
+            iters: EM iterations.
+        """
+        members = resp > 1e-6  # users with no share in the parent cannot move the children
+        r = resp[members]
+        if r.sum() < 2.0 * self.death:
+            return None
+        lam, h, chol, v = lam[members], h[members], chol[members], v[members]
+        m = np.einsum("nji,nj->ni", _triangular_inverse(chol), v)  # posterior means
+        dev = m - r @ m / r.sum()
+        axis = np.linalg.eigh((r[:, None] * dev).T @ dev)[1][:, -1]
+        side = dev @ axis > 0
+        child_resp = r[:, None] * np.stack([side, ~side], axis=1)
+        chol2, v2 = np.repeat(chol[:, None], 2, axis=1), np.repeat(v[:, None], 2, axis=1)
+        for _ in range(iters):
+            if child_resp.sum(axis=0).min() < self.death:
+                return None
+            mu2, cov2, _ = self._moments(child_resp, chol2, v2)
+            loglik2, chol2, v2 = component_evidence(lam, h, mu2, cov2)
+            a = loglik2 + np.log(child_resp.sum(axis=0))
+            share = np.exp(a - a.max(axis=1, keepdims=True))
+            child_resp = r[:, None] * share / share.sum(axis=1, keepdims=True)
+        counts2 = child_resp.sum(axis=0)
+        if iters == 0 or counts2.min() < self.death:
+            return None
+        return mu2, cov2, counts2
 
     def _deaths(self) -> bool:
         """Remove weakly supported learned components; True if any was removed."""
