@@ -40,6 +40,57 @@ def test_a_policy_calling_sys_exit_is_named(toy_world, tmp_path, capsys):
     assert "select() called sys.exit(3)" in err and "arrival 0, round 0" in err
 
 
+def test_a_policy_drawing_from_global_numpy_random_is_refused_before_any_work(
+    toy_world, tmp_path, capsys
+):
+    path = tmp_path / "global_rng.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+
+            class GlobalRandom:
+                def reset(self, rng, context): self.k = context["K"]
+                def start_student(self): pass
+                def select(self, Phi):
+                    i, j = np.random.choice(self.k, 2, replace=False)
+                    return int(i), int(j)
+                def update(self, outcome): pass
+                def end_student(self): pass
+            """
+        )
+    )
+    out = tmp_path / "r.jsonl"
+    args = ["run", "--worlds", toy_world, "--seeds", "0", "--policies", f"{path}:GlobalRandom"]
+    assert main([*args, "--out", str(out), *RUN]) == 2
+    err = capsys.readouterr().err
+    assert "not deterministic under a seed" in err and "GlobalRandom" in err
+    assert "rng given to reset()" in err
+    assert not out.exists() or out.read_text() == ""
+
+
+def test_a_seeded_user_policy_passes_the_check_and_runs(toy_world, tmp_path, capsys):
+    path = tmp_path / "own_rng.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            class OwnRandom:
+                def reset(self, rng, context): self.rng, self.k = rng, context["K"]
+                def start_student(self): pass
+                def select(self, Phi):
+                    i, j = self.rng.choice(self.k, 2, replace=False)
+                    return int(i), int(j)
+                def update(self, outcome): pass
+                def end_student(self): pass
+            """
+        )
+    )
+    out = tmp_path / "r.jsonl"
+    args = ["run", "--worlds", toy_world, "--seeds", "0", "--policies", f"{path}:OwnRandom"]
+    assert main([*args, "--out", str(out), *RUN]) == 0
+    assert any("OwnRandom" in json.loads(line)["policy"] for line in out.read_text().splitlines())
+
+
 def test_an_unknown_policy_setting_lists_the_valid_ones(toy_world, tmp_path, capsys):
     args = ["run", "--worlds", toy_world, "--policies", "notransfer:prior_vr=2"]
     assert main([*args, "--out", str(tmp_path / "r.jsonl"), *RUN]) == 2

@@ -103,6 +103,10 @@ def policy_context(n: int, s: int, k: int, d: int) -> dict[str, Any]:
     return {"K": k, "d": d, "S": s, "N": n, "beta": 8.0, "b": s}
 
 
+class NondeterministicPolicyError(PolicyError):
+    """Two runs of a policy with one seed chose differently (`check_policy`)."""
+
+
 def check_policy(
     make_policy: Any,
     *,
@@ -128,7 +132,8 @@ def check_policy(
         seed: Seed of the problem and of the policy's generator.
 
     Raises:
-        PolicyError: describing the first violation, with student and round.
+        PolicyError: describing the first violation, with student and round
+            (`NondeterministicPolicyError` when two runs with one seed differ).
     """
     fresh = _instance_maker(make_policy)
     policy = fresh()
@@ -194,10 +199,13 @@ def _call(policy: Any, label: str, method: str, *args: Any, at: str = "") -> Any
     """``policy.method(*args)``, any exception re-raised as a `PolicyError` naming it."""
     try:
         return getattr(policy, method)(*args)
-    except Exception as exc:
-        raise PolicyError(
-            f"policy {label!r} raised in {method}(){at}: {type(exc).__name__}: {exc}"
-        ) from exc
+    except (Exception, SystemExit) as exc:  # a policy must not end the checking program
+        what = (
+            f"called sys.exit({exc.code})"
+            if isinstance(exc, SystemExit)
+            else f"raised {type(exc).__name__}: {exc}"
+        )
+        raise PolicyError(f"policy {label!r} {what} in {method}(){at}") from exc
 
 
 def _run_contract(policy: Any, label: str, problem: _CheckProblem) -> list[tuple[int, int]]:
@@ -230,7 +238,7 @@ def _check_same_choices(
     """Two fresh runs with one seed choose alike (randomness only from the given rng)."""
     if first != second:
         diff = next(t for t, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)
-        raise PolicyError(
+        raise NondeterministicPolicyError(
             f"policy {label!r} is not deterministic under a seed: two runs with seed {seed} differ "
             f"first at student {diff // rounds}, round {diff % rounds} ({first[diff]} vs "
             f"{second[diff]}); draw randomness only from the rng given to reset()"

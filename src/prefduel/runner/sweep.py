@@ -38,11 +38,13 @@ from tqdm import tqdm
 from prefduel import __version__ as VERSION
 from prefduel.core.errors import (
     LockedRosterError,
+    PolicyError,
     PrefduelError,
     ResultsFileError,
     SpecError,
 )
-from prefduel.policies.loading import resolve_spec
+from prefduel.policies.base import NondeterministicPolicyError, check_policy
+from prefduel.policies.loading import resolve_spec, split_external
 from prefduel.runner.cell import run_cell
 from prefduel.runner.references import REFERENCES, reference_rows
 from prefduel.runner.rows import row_key, row_version
@@ -127,9 +129,23 @@ def _check_world(name: str, allow_test: bool) -> str:
 
 
 def _check_policy(spec: str) -> str:
-    """Resolve and build a policy spec once (so bad ids/settings/files fail now); canonical."""
+    """Resolve and build a policy spec once (so bad ids/settings/files fail now); canonical.
+
+    A user's policy (``file.py:Class`` or ``module:Class``) is also run twice with one seed on
+    `check_policy`'s small synthetic problem, so one that draws from a global generator
+    (``np.random``, ``random``) is refused before any work instead of giving rows that no seed
+    reproduces. Other violations are left to the run, whose error names the world, arrival
+    and round.
+    """
     resolved = resolve_spec(spec)
     resolved.build()
+    if split_external(spec.strip()) is not None:
+        try:
+            check_policy(resolved.build)
+        except NondeterministicPolicyError:
+            raise
+        except PolicyError:
+            pass
     return resolved.canonical
 
 
