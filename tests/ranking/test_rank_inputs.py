@@ -169,10 +169,22 @@ def test_rank_reports_every_pathology(tmp_path, capsys):
     assert inp["missing_users"] == MISSING and inp["outcomes"]["bothbad"] == 24
     assert inp["notes"]["bothbad_as_tie"] == 24 and inp["has_time"] is False
     assert data["schema"]["min_model_battles"] == 5 and data["schema"]["bothbad"] == "tie"
+    # the columns actually read: the prompts come from Arena's conversation_a, no timestamps
+    assert data["schema"]["prompt"] == "conversation_a" and data["schema"]["time"] is None
     with (out / "models.csv").open(encoding="utf-8") as handle:
         models = [row["model"] for row in csv.DictReader(handle)]
     assert sorted(models) == list(MODELS) and models[0] == "gpt-4-0613"
     assert "rare_model" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_schema_records_the_columns_it_found():
+    battles = _read()
+    assert battles.schema.prompt == "conversation_a" and battles.schema.time is None
+    frame_battles = battles_from_frame(
+        {"model_a": ["x", "y"], "model_b": ["y", "x"], "winner": ["model_a", "model_b"],
+         "judge": ["u", "u"], "tstamp": [2.0, 1.0], "prompt": ["why?", "how?"]},
+    )
+    assert frame_battles.schema.time == "tstamp" and frame_battles.schema.prompt == "prompt"
 
 
 def test_rank_row_options_change_what_is_kept(tmp_path, capsys):

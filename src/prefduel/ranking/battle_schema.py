@@ -184,7 +184,8 @@ class Battles:
         notes: Rows kept with a caveat, by reason (every key of `NOTE_REASONS`).
         n_rows: Rows read from the source (kept + skipped).
         source: Where the battles came from (a path or a description).
-        schema: The schema used.
+        schema: The schema used, with ``time`` and ``prompt`` the columns actually read (also
+            when found without being named: ``tstamp``, ``conversation_a``; None when absent).
         missing_users: The rows skipped for a missing user id (``skips["empty_user"]``), by
             how the id was written (``"NaN"``, ``"null"``, ...; ``""`` for an empty cell or a
             null value).

@@ -7,6 +7,7 @@ caveat under one of `NOTE_REASONS`. The public entry points are in `prefduel.ran
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -222,7 +223,8 @@ def validate_columns(
         notes=notes,
         n_rows=n_read,
         source=source,
-        schema=schema,
+        # the columns actually read, also those found without an option (tstamp, conversation_a)
+        schema=dataclasses.replace(schema, time=time_col, prompt=prompt_col),
         missing_users=missing_users,
         excluded_models=excluded,
     )
