@@ -1,5 +1,6 @@
 """The Bayesian interviewer: a prior from disjoint personas, information gain, answer-dependent
-follow-ups, determinism, reading replies, and an offline episode the existing scorer accepts."""
+follow-ups, determinism, reading replies in every user style, and an offline episode the
+existing scorer accepts."""
 
 from __future__ import annotations
 
@@ -37,16 +38,11 @@ from prefduel.prefdisco.interview_prior import (
     valid_states,
 )
 from prefduel.prefdisco.interview_replies import (
-    InterviewUser,
     read_reply,
     scripted_phrase_handler,
     template_question,
 )
-from prefduel.prefdisco.interviewer import (
-    InterviewerConfig,
-    counterfactual_follow_up,
-    run_interview,
-)
+from prefduel.prefdisco.interviewer import InterviewerConfig, run_interview
 from prefduel.prefdisco.judging import JudgeContext
 from prefduel.prefdisco.preferences import sample_profiles
 
@@ -69,18 +65,19 @@ def study():
     return personas, profiles
 
 
-def _context(profiles, handlers=None):
+def _context(profiles, handlers=None, **run):
     handlers = handlers or {
         **scripted_handlers(TAX, TASKS),
         "phrase": scripted_phrase_handler(TAX),
     }
     client = LLMClient(ScriptedBackend(handlers, fail_unknown_roles=True))
     tasks = {t.id: t for t in TASKS}
-    return EpisodeContext(TAX, tasks, profiles, RunConfig(), "digest", client, KeywordRouter(TAX))
+    settings = RunConfig(**run)
+    return EpisodeContext(TAX, tasks, profiles, settings, "digest", client, KeywordRouter(TAX))
 
 
 def _key(instance, model="scripted-interviewer"):
-    return EpisodeKey(model, "discovery", *instance)
+    return EpisodeKey(model, "discovery", *instance, strategy="interviewer")
 
 
 # -- the prior ---------------------------------------------------------------------------------
@@ -116,10 +113,10 @@ def test_prior_learning_is_deterministic(prior):
 
 
 def test_bad_settings_name_the_field():
-    with pytest.raises(ConfigError, match=r"interviewer\.min_gain"):
+    with pytest.raises(ConfigError, match=r"run\.interviewer\.min_gain"):
         InterviewerConfig(min_gain=-1)
-    with pytest.raises(ConfigError, match="importance_cuts"):
-        PriorConfig(importance_cuts=(0.5, 0.2))
+    with pytest.raises(ConfigError, match=r"run\.interviewer\.prior\.classes"):
+        PriorConfig(classes=0)
 
 
 # -- information gain --------------------------------------------------------------------------
@@ -193,17 +190,39 @@ def test_the_follow_up_question_depends_on_the_answer(prior):
     assert len(follow_ups) > 1
 
 
-def test_counterfactual_follow_up_through_the_user_and_the_reply_parser(prior, study):
+def test_the_follow_up_check_alters_the_first_reply_and_compares_the_next_question(
+    prior, study
+):
     _, profiles = study
     context = _context(profiles)
-    results = [
-        asyncio.run(counterfactual_follow_up(_key(i), context, prior, seed=0)) for i in profiles
-    ]
-    done = [r for r in results if r is not None]
-    assert len(done) >= len(profiles) // 2
-    assert any(r.changed for r in done) and not all(r.changed for r in done)
-    for r in done:
-        assert r.first.kind == "value" and TAX[r.first.attribute].name.lower() in r.altered_reply
+    results = [asyncio.run(run_interview(_key(i), context, prior)) for i in profiles]
+    checks = [r.follow_up for r in results if r.follow_up is not None]
+    assert len(checks) >= len(profiles) // 2
+    assert any(c.changed for c in checks) and not all(c.changed for c in checks)
+    for r in results:
+        check = r.follow_up
+        if check is None:
+            continue
+        first = r.steps[0]
+        assert check.attribute == first.candidate.attribute and check.altered_reply != first.reply
+        assert TAX[check.attribute].name.lower() in check.altered_reply
+        # the real follow-up is the interview's second question
+        assert check.original.attributes == (r.steps[1].candidate.attribute,)
+        assert r.transcript.follow_up == check.to_json()
+        # the altered reply, read as the interviewer reads replies, leads to check.altered
+        belief = Belief(prior, context.tasks[r.transcript.key.task_id].domain, TAX)
+        belief = belief.mark_asked(first.candidate)
+        for evidence in read_reply(check.altered_reply, first.candidate, TAX).evidence:
+            belief = belief.update(evidence)
+        assert check.altered.attributes == (belief.gains()[0][0].attribute,)
+
+
+def test_no_follow_up_check_with_a_budget_of_one_question(prior, study):
+    _, profiles = study
+    config = InterviewerConfig(max_turns=1)
+    key = _key(next(iter(profiles)))
+    result = asyncio.run(run_interview(key, _context(profiles), prior, config))
+    assert len(result.steps) == 1 and result.follow_up is None
 
 
 # -- replies -----------------------------------------------------------------------------------
@@ -231,19 +250,21 @@ def test_replies_are_read_into_evidence_and_malformed_ones_recorded():
     assert level.evidence == (Evidence(depth.id, "importance", "major", "fallback"),)
 
 
-def test_the_user_answers_importance_questions_with_a_coarse_level(study):
+def test_importance_questions_are_answered_with_a_coarse_level_and_logged(prior, study):
     _, profiles = study
-    profile = next(iter(profiles.values()))
-    user = InterviewUser(profile, TAX, KeywordRouter(TAX))
-    top = profile.items[0]
-    question = template_question(Candidate(top.attribute, "importance"), TAX)
-    answer = asyncio.run(user.answer(question))
-    level = "minor" if top.weight < 0.2 else "moderate" if top.weight < 0.4 else "major"
-    assert answer.importance == ((top.attribute, level),) and answer.turn.disclosures == ()
-    reading = read_reply(answer.turn.reply, Candidate(top.attribute, "importance"), TAX)
-    assert reading.evidence == (Evidence(top.attribute, "importance", level),)
-    value = asyncio.run(user.answer(template_question(Candidate(top.attribute), TAX)))
-    assert value.turn.turn == 1 and value.turn.disclosures[0].value == top.value
+    instance = list(profiles)[3]
+    config = InterviewerConfig(importance_questions=True, importance_weight=1.0)
+    result = asyncio.run(run_interview(_key(instance), _context(profiles), prior, config))
+    profile = profiles[instance]
+    levels = [s for s in result.steps if s.candidate.kind == "importance"]
+    assert levels, "an importance question is worth asking once a preference is found"
+    for step in levels:
+        weight = profile.weights[step.candidate.attribute]
+        level = "minor" if weight < 0.2 else "moderate" if weight < 0.4 else "major"
+        assert step.levels == ((step.candidate.attribute, level),) and step.disclosed == ()
+        assert step.reading.evidence == (Evidence(step.candidate.attribute, "importance", level),)
+        turn = result.transcript.turns[step.turn]
+        assert turn["disclosures"][0]["importance"] == level  # as the passive user logs it
 
 
 # -- episodes ----------------------------------------------------------------------------------
@@ -290,7 +311,7 @@ def test_the_interviewer_stops_when_the_gain_is_below_the_threshold(prior, study
         run_interview(_key(next(iter(profiles))), _context(profiles), prior, config)
     )
     assert result.steps == () and result.stop_reason == "min_gain"
-    assert result.transcript.stop == "ready" and result.transcript.response
+    assert result.transcript.stop == "min_gain" and result.transcript.response
 
 
 def test_llm_phrasing_and_its_fallback(prior, study):
@@ -310,3 +331,65 @@ def test_only_discovery_episodes_are_interviewed(prior, study):
     key = EpisodeKey("m", "oracle", *next(iter(profiles)))
     with pytest.raises(DatasetError, match="discovery"):
         asyncio.run(run_interview(key, _context(profiles), prior))
+
+
+# -- less helpful users ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", ["terse", "vague"])
+def test_every_reply_of_a_terse_or_vague_user_is_read(prior, study, style):
+    _, profiles = study
+    context = _context(profiles, user_style=style)
+    for instance, profile in profiles.items():
+        result = asyncio.run(run_interview(_key(instance), context, prior))
+        for step in result.steps:
+            assert not step.reading.malformed and step.reading.note == "answered", step.reply
+            (evidence,) = step.reading.evidence  # these users speak about one attribute
+            hidden = profile.values.get(evidence.attribute)
+            if evidence.kind == "hint":  # a vague user: the value is among the hinted ones
+                assert style == "vague" and hidden in evidence.among and len(evidence.among) > 1
+            else:
+                assert evidence.value == hidden
+        assert result.transcript.stop in ("max_turns", "min_gain", "exhausted")
+
+
+def test_vague_replies_are_hints_and_terse_replies_values():
+    depth, tone = TAX["explanation.depth"], TAX["style.tone"]
+    asked = Candidate(depth.id)
+    about = "About depth of explanation:"
+    rigor = "About rigor of reasoning: more towards intuitive, I guess."
+    assert read_reply(rigor, Candidate("explanation.rigor"), TAX).evidence == (
+        Evidence("explanation.rigor", "value", "intuitive"),  # one level on that side
+    )
+    cases = {
+        f"{about} more towards minimal, I guess.": ("hint", ("minimal", "brief")),
+        f"{about} more towards exhaustive, I guess.": ("hint", ("thorough", "exhaustive")),
+        "About depth of explanation: somewhere in the middle, I guess.": ("value", "moderate"),
+        "About depth of explanation: I don't really mind, I think.": ("value", None),
+        "Depth of explanation: brief.": ("value", "brief"),
+        "Depth of explanation: no preference.": ("value", None),
+    }
+    for reply, (kind, said) in cases.items():
+        (evidence,) = read_reply(reply, asked, TAX).evidence
+        assert evidence.kind == kind, reply
+        assert (evidence.among if kind == "hint" else evidence.value) == said, reply
+    reply = "About overall tone: maybe friendly tone or neutral tone, I'm not sure."
+    (pair,) = read_reply(reply, Candidate(tone.id), TAX).evidence
+    assert pair.kind == "hint" and set(pair.among) == {tone.values[0].value, tone.values[1].value}
+    assert read_reply("Depth of explanation: purple.", asked, TAX).malformed
+
+
+def test_a_hint_narrows_the_value_but_leaves_it_uncertain(prior):
+    belief = Belief(prior, "math", TAX)
+    depth = TAX["explanation.depth"]
+    hinted = belief.update(Evidence(depth.id, "hint", None, among=("minimal", "brief")))
+    pred = hinted.predictive()[TAX.ids.index(depth.id)]
+    assert pred[0] == pytest.approx(0.0) and pred[1:3].sum() == pytest.approx(1.0)
+    assert 0 < pred[1] < 1  # still two candidates
+    # present, so worth an importance question; the hint lowers U but less than the value does
+    assert Candidate(depth.id, "importance") in hinted.candidates(importance=True)
+    known = belief.update(Evidence(depth.id, "value", "brief"))
+    assert known.uncertainty() < hinted.uncertainty() < belief.uncertainty()
+    # a later exact value replaces the hint; a hint never replaces a value
+    assert hinted.update(Evidence(depth.id, "value", "brief")).hints == {}
+    assert known.update(Evidence(depth.id, "hint", None, among=("minimal", "brief"))) == known

@@ -95,10 +95,11 @@ def test_finish_reasons_are_kept_and_summarised(tmp_path):
     assert asks and {a["finish_reason"] for a in asks} == {"length"}
     scores = _rows(tmp_path / "run", "scores.jsonl")
     discovery = [s for s in scores if s["condition"] == "discovery"]
-    assert all(s["finish_reasons"]["ask"] == {"length": 4} for s in discovery)  # 3 asks, READY
+    # 3 asks, READY, and the follow-up check's ask with the first reply altered
+    assert all(s["finish_reasons"]["ask"] == {"length": 5} for s in discovery)
     assert all(s["finish_reasons"]["answer"] == {"stop": 1} for s in scores)
     md = render_markdown(build_report(scores))
-    assert "finish reasons: answer: stop 6; ask: length 8; judge: stop" in md
+    assert "finish reasons: answer: stop 6; ask: length 10; judge: stop" in md
 
 
 PRICES = PriceTable(

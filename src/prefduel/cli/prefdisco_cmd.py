@@ -6,7 +6,8 @@
                   [--per-task N] [--tasks FORMAT[:PATH]]... [--limit N] [--enrich]
                   [--refine-rubrics] [LLM flags]
     prefduel prefdisco run DIR [--config study.yaml] [--out RUNDIR] [--models a,b]
-                  [--conditions baseline,discovery,oracle] [--max-turns N]
+                  [--conditions baseline,discovery,oracle] [--strategies ask,interviewer]
+                  [--max-turns N]
                   [--router auto|keyword|llm] [--user-style cooperative|terse|vague]
                   [--judge-model M] [--dry-run] [--no-progress] [LLM flags]
     prefduel prefdisco report RUNDIR [--config study.yaml] [--out DIR] [--bootstrap N]
@@ -100,6 +101,13 @@ def _add_run(actions: Any) -> None:
     run.add_argument("--models", type=_names, default=None, help="models under test (comma list)")
     run.add_argument(
         "--conditions", type=_names, default=None, help="comma list of baseline,discovery,oracle"
+    )
+    run.add_argument(
+        "--strategies",
+        type=_names,
+        default=None,
+        help="comma list of discovery strategies: ask (the model asks), interviewer (the "
+        "Bayesian interviewer chooses the questions; settings in run.interviewer)",
     )
     run.add_argument("--max-turns", type=positive_int, default=None, help="question budget")
     run.add_argument(
@@ -232,6 +240,7 @@ def _run_config(args: argparse.Namespace, dataset: Any) -> Any:
         for name, attr in (
             ("models", "models"),
             ("conditions", "conditions"),
+            ("strategies", "strategies"),
             ("max_turns", "max_turns"),
             ("router", "router"),
             ("user_style", "user_style"),
@@ -351,14 +360,17 @@ def cmd_report(args: argparse.Namespace, out: Any) -> int:
 
 
 def report_lines(report: Mapping[str, Any]) -> list[str]:
-    """What ``prefdisco report`` prints: per model PrefAlign by condition and NormAlign (an
-    undefined one with its reason) on n instances, warnings, the router, and whether the run
-    was offline."""
+    """What ``prefdisco report`` prints: per model and discovery strategy PrefAlign by
+    condition and NormAlign (an undefined one with its reason) on n instances, then questions,
+    disclosure, stop reasons and the follow-up change rate; warnings, the simulated user's
+    style, the router, and whether the run was offline."""
     from prefduel.prefdisco.report_render import (
         OFFLINE_NOTE,
         instances_text,
+        label_of,
         norm_align_text,
         router_text,
+        strategy_line,
     )
 
     lines = []
@@ -369,11 +381,14 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
             if c["pref_align"] is not None
         )
         lines.append(
-            f"{m['model']}: PrefAlign {conds or 'no episode scored'}; "
+            f"{label_of(m)}: PrefAlign {conds or 'no episode scored'}; "
             f"NormAlign {norm_align_text(m['norm_align'])} ({instances_text(m)})"
         )
+        if m.get("strategy"):
+            lines.append(f"  {strategy_line(m)}")
         if m.get("warning"):
-            lines.append(f"WARNING: {m['model']}: {m['warning']}")
+            lines.append(f"WARNING: {label_of(m)}: {m['warning']}")
+    lines.append(f"simulated user: {report.get('user_style', 'cooperative')}")
     lines.append(router_text(report.get("router") or {}))
     if report.get("offline"):
         lines.append(OFFLINE_NOTE)

@@ -23,6 +23,9 @@ A config file has up to five sections; every key is optional (defaults: the offl
     run:                            # prefduel prefdisco run
       models: [scripted-ask1, scripted-ask3, scripted-ask5]   # models under test
       conditions: [baseline, discovery, oracle]
+      strategies: [ask]             # discovery by: ask (the model asks) | interviewer
+      interviewer: {min_gain: 0.02, phrasing: template}   # see interview_config
+      follow_up_check: true         # does the 2nd question change if the 1st reply does?
       max_turns: 5
       router: auto                  # auto | keyword (offline) | llm
       user_style: cooperative       # cooperative | terse | vague (a less helpful user)
@@ -38,7 +41,7 @@ A config file has up to five sections; every key is optional (defaults: the offl
     llm_roles:                      # optional per-group overrides of `llm`
       judge: {backend: openai, base_url: https://api.openai.com/v1, api_key_env: OPENAI_API_KEY}
 
-Groups of ``llm_roles``: ``model`` (roles ask, answer), ``user`` (router), ``judge`` (judge,
+Groups of ``llm_roles``: ``model`` (roles ask, answer, phrase), ``user`` (router), ``judge`` (judge,
 grader) and ``generate`` (persona, rubric). Unknown keys are errors naming the file and key.
 """
 
@@ -57,16 +60,20 @@ from prefduel.core.yamlfile import read_yaml
 from prefduel.llm.config import LLMConfig
 from prefduel.llm.structured import StructuredMode
 from prefduel.prefdisco.errors import ConfigError
+from prefduel.prefdisco.interview_config import InterviewerConfig
 from prefduel.prefdisco.preferences import SparsityConfig
 from prefduel.prefdisco.tasks import FORMATS
 
 CONDITIONS = ("baseline", "discovery", "oracle")
+#: How the discovery condition learns about the user: the model asks (``ask``), or the
+#: Bayesian interviewer chooses the questions (``interviewer``).
+STRATEGIES = ("ask", "interviewer")
 RouterName = Literal["auto", "keyword", "llm"]
 ROUTERS: tuple[str, ...] = get_args(RouterName)
 UserStyle = Literal["cooperative", "terse", "vague"]
 USER_STYLES: tuple[str, ...] = get_args(UserStyle)
 ROLE_GROUPS = {
-    "model": ("ask", "answer"),
+    "model": ("ask", "answer", "phrase"),
     "user": ("router",),
     "judge": ("judge", "grader"),
     "generate": ("persona", "rubric"),
@@ -168,6 +175,14 @@ class RunConfig:
     Attributes:
         models: Models under test.
         conditions: Any of baseline, discovery, oracle (NormAlign needs all three).
+        strategies: How discovery runs, one discovery episode per strategy: ``ask`` (the
+            model under test asks) and/or ``interviewer`` (the Bayesian interviewer chooses
+            each question; the model only words it with ``interviewer.phrasing: llm`` and
+            writes the final answer). Baseline and oracle episodes are shared.
+        interviewer: The interviewer's settings (`InterviewerConfig`).
+        follow_up_check: Record per discovery episode whether the second question changes
+            when the first reply is altered (`prefduel.prefdisco.follow_up`; one more ask
+            request per ``ask`` episode, no call for the interviewer).
         max_turns: Question budget of the discovery condition.
         ask_attempts: Ask-phase requests per turn while the reply is neither a question nor
             READY (the bad reply is shown back); then the phase stops as ``malformed``.
@@ -206,6 +221,9 @@ class RunConfig:
 
     models: tuple[ModelName, ...] = ("scripted-ask1", "scripted-ask3", "scripted-ask5")
     conditions: tuple[str, ...] = CONDITIONS
+    strategies: tuple[str, ...] = ("ask",)
+    interviewer: InterviewerConfig = field(default_factory=InterviewerConfig)
+    follow_up_check: Flag = True
     max_turns: Positive = 5
     ask_attempts: Positive = 2
     router: RouterName = "auto"
@@ -250,6 +268,16 @@ class RunConfig:
                 f"expected distinct values from {list(CONDITIONS)}, got {list(conditions)}"
             )
         return conditions
+
+    @field_validator("strategies")
+    @classmethod
+    def _distinct_strategies(cls, strategies: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [x for x in strategies if x not in STRATEGIES]
+        if not strategies or bad or len(set(strategies)) != len(strategies):
+            raise ValueError(
+                f"expected distinct values from {list(STRATEGIES)}, got {list(strategies)}"
+            )
+        return strategies
 
     def params(self, role: str) -> dict[str, Any]:
         """Sampling parameters of a role's requests (``ask``, ``answer``, ``judge``,

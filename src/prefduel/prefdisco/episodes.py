@@ -31,25 +31,32 @@ from prefduel.llm.stages import MALFORMED, Stage, ask
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.config import CONDITIONS, RunConfig
 from prefduel.prefdisco.errors import DatasetError, EpisodeError
+from prefduel.prefdisco.follow_up import FollowUp, Topic, altered_reply
 from prefduel.prefdisco.preferences import PreferenceProfile
 from prefduel.prefdisco.tasks import Task
 from prefduel.prefdisco.taxonomy import Taxonomy
-from prefduel.prefdisco.user import PassiveUser, Router
+from prefduel.prefdisco.user import PassiveUser, Router, is_importance_question
 
 
 @dataclass(frozen=True)
 class EpisodeKey:
-    """Identifies an episode: model x condition x (persona, task)."""
+    """Identifies an episode: model x condition x (persona, task), and for discovery the
+    strategy (``ask``: the model asks; ``interviewer``: `prefduel.prefdisco.interviewer`)."""
 
     model: str
     condition: str
     persona_id: str
     task_id: str
+    strategy: str = "ask"
 
     @property
     def id(self) -> str:
-        """``model|condition|persona|task`` (the row key in transcripts and scores)."""
-        return f"{self.model}|{self.condition}|{self.persona_id}|{self.task_id}"
+        """``model|condition|persona|task`` (the row key in transcripts and scores);
+        ``model|discovery:interviewer|persona|task`` for another strategy than ``ask``."""
+        condition = self.condition
+        if self.strategy != "ask":
+            condition = f"{condition}:{self.strategy}"
+        return f"{self.model}|{condition}|{self.persona_id}|{self.task_id}"
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,8 @@ class Transcript:
             (JSON form of `UserTurn`); empty outside
             discovery.
         stop: Why the ask phase ended: ``ready``, ``malformed`` (a reply that stayed neither
-            a question nor READY), ``max_turns``; or the condition name for baseline/oracle.
+            a question nor READY), ``max_turns``; for the interviewer ``min_gain``,
+            ``exhausted`` or ``max_turns``; or the condition name for baseline/oracle.
         info: The information block the final request carried.
         response: The final answer.
         settings: Digest of the settings the episode ran under.
@@ -72,6 +80,9 @@ class Transcript:
             was read (``question``, ``ready`` or ``malformed``).
         calls: The episode's calls (`prefduel.prefdisco.calls.call_record`): role, model,
             sample, cache key, finish reason, tokens and cost.
+        follow_up: The counterfactual follow-up check (`prefduel.prefdisco.follow_up`), or
+            None (not a discovery episode, budget 1, or no routed first question).
+        interview: The interviewer's per-turn log (`InterviewResult.to_json`), or None.
     """
 
     key: EpisodeKey
@@ -84,6 +95,8 @@ class Transcript:
     settings: str
     asks: tuple[Mapping[str, Any], ...] = ()
     calls: tuple[Mapping[str, Any], ...] = ()
+    follow_up: Mapping[str, Any] | None = None
+    interview: Mapping[str, Any] | None = None
 
     @property
     def questions(self) -> int:
@@ -102,6 +115,7 @@ class Transcript:
             "episode_id": self.key.id,
             "model": self.key.model,
             "condition": self.key.condition,
+            "strategy": self.key.strategy if self.key.condition == "discovery" else None,
             "persona_id": self.key.persona_id,
             "task_id": self.key.task_id,
             "source": self.source,
@@ -113,6 +127,8 @@ class Transcript:
             "settings": self.settings,
             "asks": [dict(a) for a in self.asks],
             "calls": [dict(c) for c in self.calls],
+            "follow_up": None if self.follow_up is None else dict(self.follow_up),
+            "interview": None if self.interview is None else dict(self.interview),
         }
 
     @classmethod
@@ -129,6 +145,7 @@ class Transcript:
                     str(data["condition"]),
                     str(data["persona_id"]),
                     str(data["task_id"]),
+                    str(data.get("strategy") or "ask"),
                 ),
                 source=str(data["source"]),
                 domain=str(data["domain"]),
@@ -139,6 +156,8 @@ class Transcript:
                 settings=str(data["settings"]),
                 asks=tuple(data.get("asks") or ()),
                 calls=tuple(data.get("calls") or ()),
+                follow_up=data.get("follow_up"),
+                interview=data.get("interview"),
             )
         except (KeyError, TypeError) as exc:
             raise DatasetError(f"{where}: malformed transcript ({exc})") from None
@@ -154,8 +173,10 @@ class EpisodeContext:
         profiles: (persona id, task id) -> hidden profile.
         settings: The run settings.
         digest: Digest of the settings (stored in each transcript).
-        model_client: Answers the model-under-test roles (ask, answer).
+        model_client: Answers the model-under-test roles (ask, answer, phrase).
         router: Routes the user's questions.
+        prior: The interviewer's learned prior (`prefduel.prefdisco.interview_prior`), when
+            the interviewer strategy runs.
     """
 
     taxonomy: Taxonomy
@@ -165,6 +186,7 @@ class EpisodeContext:
     digest: str
     model_client: Completer
     router: Router
+    prior: Any = None
 
 
 def settings_digest(settings: Mapping[str, Any]) -> str:
@@ -249,6 +271,11 @@ async def run_episode(key: EpisodeKey, context: EpisodeContext) -> Transcript:
     """
     if key.condition not in CONDITIONS:
         raise DatasetError(f"episode {key.id}: unknown condition {key.condition!r}")
+    if key.strategy != "ask":
+        raise DatasetError(
+            f"episode {key.id}: run_episode runs the ask strategy; the {key.strategy} strategy "
+            "has its own runner (prefduel.prefdisco.interviewer.run_interview)"
+        )
     task = context.tasks.get(key.task_id)
     profile = context.profiles.get((key.persona_id, key.task_id))
     if task is None or profile is None:
@@ -267,7 +294,7 @@ async def _complete(client: Completer, request: LLMRequest, key: EpisodeKey) -> 
     return str(outcome.value)
 
 
-class _Replies:
+class ReplyLog:
     """A `Completer` that keeps the responses it passes on (the raw ask-phase replies)."""
 
     def __init__(self, client: Completer) -> None:
@@ -286,7 +313,7 @@ async def _ask_phase(
     """The discovery questions: (user turns, (question, reply) pairs, raw replies, stop)."""
     settings = context.settings
     user = PassiveUser(profile, context.taxonomy, context.router, style=settings.user_style)
-    replies = _Replies(context.model_client)
+    replies = ReplyLog(context.model_client)
     turns: list[Mapping[str, Any]] = []
     pairs: list[tuple[str, str]] = []
     asks: list[dict[str, Any]] = []
@@ -316,6 +343,44 @@ async def _ask_phase(
     return turns, pairs, asks, "max_turns"
 
 
+async def _altered_topic(
+    key: EpisodeKey, block: str, pairs: tuple[tuple[str, str], ...], context: EpisodeContext
+) -> Topic:
+    """The model's second question after an altered first reply, as a topic."""
+    outcome = await ask(ask_stage(key, block, pairs, context.settings), 1, context.model_client)
+    if outcome.failed:
+        raise EpisodeError(f"episode {key.id}: ask call failed (follow-up check): {outcome.error}")
+    if outcome.value is MALFORMED:
+        return Topic(stop="malformed")
+    kind, question = outcome.value
+    if kind != "question" or question is None:
+        return Topic(stop="ready")
+    route = await context.router.route(question)
+    return Topic(tuple(route.attributes), is_importance_question(question))
+
+
+async def ask_follow_up(
+    key: EpisodeKey,
+    block: str,
+    turns: Sequence[Mapping[str, Any]],
+    stop: str,
+    context: EpisodeContext,
+) -> FollowUp | None:
+    """The counterfactual follow-up check of an ``ask`` episode (`prefduel.prefdisco.follow_up`):
+    one more ask request with the first reply altered; None when there is nothing to alter."""
+    settings = context.settings
+    if settings.max_turns < 2 or not turns:
+        return None
+    instance = (key.persona_id, key.task_id)
+    altered = altered_reply(turns[0], context.taxonomy, settings.user_style, instance)
+    if altered is None:
+        return None
+    attribute, reply = altered
+    topic = await _altered_topic(key, block, ((str(turns[0]["question"]), reply),), context)
+    original = Topic.of_turn(turns[1]) if len(turns) > 1 else Topic(stop=stop)
+    return FollowUp(attribute, reply, original, topic)
+
+
 async def _run(
     key: EpisodeKey, task: Task, profile: PreferenceProfile, context: EpisodeContext
 ) -> Transcript:
@@ -323,9 +388,12 @@ async def _run(
     block = prompts.task_block(task.question, task.options)
     turns: list[Mapping[str, Any]] = []
     asks: list[dict[str, Any]] = []
+    follow_up = None
     if key.condition == "discovery":
         turns, pairs, asks, stop = await _ask_phase(key, block, profile, context)
         info = prompts.info_discovery(pairs)
+        if settings.follow_up_check:
+            follow_up = await ask_follow_up(key, block, turns, stop, context)
     elif key.condition == "oracle":
         stop = "oracle"
         info = oracle_info(profile, context.taxonomy)
@@ -343,4 +411,5 @@ async def _run(
         response=response,
         settings=context.digest,
         asks=tuple(asks),
+        follow_up=None if follow_up is None else follow_up.to_json(),
     )

@@ -4,12 +4,15 @@ Two figures, because replies decide how many calls an episode makes:
 
 * **calls**: every question the budget allows, one judgement per hidden attribute, the grader
   only where the rules cannot decide by construction (``free`` tasks), the LLM router (when it
-  will be used) once per question: what a run costs when every reply is well formed;
+  will be used) once per question, the follow-up check's extra ask request (and its routing)
+  per ``ask`` discovery episode, the interviewer's phrasing request per question (``phrasing:
+  llm``; none with templates): what a run costs when every reply is well formed;
 * **max_calls**: the worst case, a true bound: every stage asks again after each malformed
-  reply up to its tries (``ask_attempts``, the router's attempts, ``judge_attempts`` for
-  judge and grader), each judge and grader request asking for structured output is refused and
-  sent again without it, the grader is asked for every episode, and the routers are measured
-  on the labelled questions when ``auto`` may choose the LLM router.
+  reply up to its tries (``ask_attempts``, the router's attempts, ``phrase_attempts``,
+  ``judge_attempts`` for judge and grader), each judge and grader request asking for
+  structured output is refused and sent again without it, the grader is asked for every
+  episode, and the routers are measured on the labelled questions when ``auto`` may choose
+  the LLM router.
 
 Transport retries of failed attempts (rate limits, timeouts) are not calls and are not
 counted. Completion tokens are each request's ``max_tokens``; answers already in the cache are
@@ -30,6 +33,8 @@ from prefduel.prefdisco.clients import NoClient
 from prefduel.prefdisco.config import PrefDiscoConfig, RunConfig
 from prefduel.prefdisco.dataset import Dataset
 from prefduel.prefdisco.episodes import EpisodeKey, answer_request, ask_request, oracle_info
+from prefduel.prefdisco.interview_belief import Candidate
+from prefduel.prefdisco.interview_replies import phrase_stage
 from prefduel.prefdisco.judging import grader_request, judge_request
 from prefduel.prefdisco.router_check import llm_router, load_router_questions, measures_llm_router
 from prefduel.prefdisco.routing import LLMRouter
@@ -55,26 +60,60 @@ class _EpisodeCalls:
         self.answer = "x" * 4 * (settings.answer_max_tokens or 1024)
         self.bad = "x" * 4 * (settings.judge_max_tokens or 256)
 
+    def _routing(self, worst: bool) -> list[LLMRequest]:
+        """The LLM router's requests for one question (none with the keyword router)."""
+        router = self.router
+        if router is None:
+            return []
+        question = "x" * 500  # a question is cut at 500 characters
+        return _tries(
+            lambda previous: router.request(question, previous), router.attempts, self.bad, worst
+        )
+
+    def _asks(self, key: EpisodeKey, block: str, turn: int, worst: bool) -> list[LLMRequest]:
+        """One ask-phase turn after ``turn`` earlier (question, reply) pairs, routed."""
+        settings = self.settings
+        pairs = [("x" * 500, "x" * 300)] * turn
+        return [
+            *_tries(
+                lambda previous: ask_request(key, block, pairs, settings, previous),
+                settings.ask_attempts,
+                "x" * 4 * (settings.ask_max_tokens or 256),
+                worst,
+            ),
+            *self._routing(worst),
+        ]
+
     def _ask_phase(self, key: EpisodeKey, block: str, worst: bool) -> list[LLMRequest]:
         settings = self.settings
-        bad_ask = "x" * 4 * (settings.ask_max_tokens or 256)
-        question, reply = "x" * 500, "x" * 300  # a question is cut at 500 characters
         requests = []
         for turn in range(settings.max_turns):
-            pairs = [(question, reply)] * turn
-            requests += _tries(
-                lambda previous, p=pairs: ask_request(key, block, p, settings, previous),
-                settings.ask_attempts,
-                bad_ask,
-                worst,
-            )
-            if self.router is not None:
+            requests += self._asks(key, block, turn, worst)
+        if settings.follow_up_check and settings.max_turns >= 2:
+            requests += self._asks(key, block, 1, worst)  # the second question, reply altered
+        return requests
+
+    def _interview(self, key: EpisodeKey, block: str, worst: bool) -> list[LLMRequest]:
+        """The interviewer's questions: phrased by the model (``phrasing: llm``), routed."""
+        config = self.settings.interviewer
+        stage = phrase_stage(
+            self.dataset.taxonomy,
+            block,
+            config.phrase_model or key.model,
+            self.settings.params("ask"),
+            config.phrase_attempts,
+        )
+        candidate = Candidate(self.dataset.taxonomy.ids[0])
+        requests = []
+        for _ in range(config.max_turns or self.settings.max_turns):
+            if config.phrasing == "llm":
                 requests += _tries(
-                    lambda previous, router=self.router: router.request(question, previous),
-                    self.router.attempts,
-                    self.bad,
+                    lambda previous: stage.request(candidate, previous),
+                    config.phrase_attempts,
+                    "x" * 4 * (self.settings.ask_max_tokens or 256),
                     worst,
                 )
+            requests += self._routing(worst)
         return requests
 
     def requests(self, key: EpisodeKey, worst: bool) -> list[LLMRequest]:
@@ -86,7 +125,10 @@ class _EpisodeCalls:
         info = prompts.info_baseline()
         requests = []
         if key.condition == "discovery":
-            requests += self._ask_phase(key, block, worst)
+            if key.strategy == "interviewer":
+                requests += self._interview(key, block, worst)
+            else:
+                requests += self._ask_phase(key, block, worst)
             info = oracle_info(profile, dataset.taxonomy)  # as long as the replies can be
         elif key.condition == "oracle":
             info = oracle_info(profile, dataset.taxonomy)

@@ -73,17 +73,20 @@ class Evidence:
 
     Attributes:
         attribute: Attribute id.
-        kind: ``value`` or ``importance``.
+        kind: ``value``, ``importance`` or ``hint`` (a vague reply: the attribute is in the
+            profile and its value is one of ``among``).
         value: The value id (``value``; None: no particular preference, i.e. absent) or the
-            level name of `LEVELS` (``importance``).
+            level name of `LEVELS` (``importance``); None for a hint.
         source: How it was read: ``template`` (the simulated user's format) or ``fallback``
             (labels found in free text).
+        among: The candidate value ids of a hint.
     """
 
     attribute: str
     kind: str
     value: str | None
     source: str = "template"
+    among: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready ``dict``."""
@@ -91,6 +94,7 @@ class Evidence:
             "attribute": self.attribute,
             "kind": self.kind,
             "value": self.value,
+            "among": list(self.among),
             "source": self.source,
         }
 
@@ -143,12 +147,22 @@ def _tables(prior: InterviewPrior, domain: str, taxonomy: Taxonomy) -> _Tables:
     )
 
 
+def _restrict(raw: np.ndarray, hinted: np.ndarray, hint: np.ndarray) -> np.ndarray:
+    """The predictive with each hinted attribute's states restricted to its hint."""
+    if not hinted.any():
+        return raw
+    restricted = raw * hint[None]
+    restricted = restricted / np.maximum(restricted.sum(axis=-1, keepdims=True), _FLOOR)
+    return np.where(hinted[..., None], restricted, raw)
+
+
 def _uncertainty(
     t: _Tables,
     post: np.ndarray,
     states: np.ndarray,
     levels: np.ndarray,
     weights: tuple[float, float],
+    hint: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """U and the adjusted predictive for a batch of evidence sets.
 
@@ -158,17 +172,20 @@ def _uncertainty(
         states: ``(B, A)`` observed state per attribute, -1 when unobserved.
         levels: ``(B, A)`` observed importance level, -1 when unknown.
         weights: ``(presence_weight, importance_weight)``.
+        hint: ``(A, S)`` the value states a vague reply left possible (all False: no hint);
+            a hinted attribute is present, its value uncertain within the hint.
 
     Returns:
         ``U (B,)`` and the predictive ``(B, A, S)`` (observed attributes one-hot).
     """
-    raw = np.einsum("bk,kas->bas", post, t.domain.theta)
     observed = states >= 0
-    present = observed & (states > ABSENT)
+    hinted = hint.any(axis=1)[None, :] & ~observed
+    raw = _restrict(np.einsum("bk,kas->bas", post, t.domain.theta), hinted, hint)
+    present = (observed & (states > ABSENT)) | hinted
     found = present.sum(axis=1)
     full = (present.astype(float) @ t.family >= t.family_cap).astype(float) @ t.family.T > 0
     p_raw = 1.0 - raw[..., ABSENT]
-    p = np.where(observed | full, 0.0, p_raw)
+    p = np.where(observed | full | hinted, 0.0, p_raw)
     total = p.sum(axis=1)
     scale = np.where(total > _FLOOR, t.remaining[found] / np.maximum(total, _FLOOR), 0.0)
     p = np.clip(p * scale[:, None], 0.0, 1.0 - 1e-9)
@@ -176,6 +193,7 @@ def _uncertainty(
     h_presence = entropy(np.stack([p, 1.0 - p], axis=-1))
     presence_weight, importance_weight = weights
     h = np.where(observed, 0.0, presence_weight * h_presence + p * entropy(values))
+    h = np.where(hinted, entropy(values), h)
     known_levels = present & (levels >= 0)
     n_known = known_levels.sum(axis=1)
     unit = t.per_present[found]
@@ -187,6 +205,7 @@ def _uncertainty(
     u = (weight * mass[:, None] * h).sum(axis=1)
     pending = present & (levels < 0)
     u = u + importance_weight * t.level_entropy * (weight * pending).sum(axis=1)
+    p = np.where(hinted, 1.0, p)
     predictive = np.concatenate([(1.0 - p)[..., None], p[..., None] * values], axis=-1)
     predictive = predictive * t.valid[None]
     rows, cols = np.nonzero(observed)
@@ -205,6 +224,11 @@ class Belief:
         taxonomy: The taxonomy the prior was learned for.
         importance_weight: λ, the weight of importance uncertainty relative to value
             uncertainty (0: importance questions are never worth asking).
+        presence_weight: Weight of the uncertainty about whether an attribute is present.
+        states: Attribute id -> observed state (`state_index`).
+        levels: Attribute id -> observed importance level (index into `LEVELS`).
+        hints: Attribute id -> the value states a vague reply left possible.
+        asked: Questions already asked.
     """
 
     prior: InterviewPrior
@@ -214,6 +238,7 @@ class Belief:
     presence_weight: float = 1.0
     states: Mapping[str, int] = field(default_factory=dict)
     levels: Mapping[str, int] = field(default_factory=dict)
+    hints: Mapping[str, frozenset[int]] = field(default_factory=dict)
     asked: frozenset[Candidate] = frozenset()
     _t: _Tables | None = field(default=None, repr=False, compare=False)
 
@@ -232,7 +257,17 @@ class Belief:
         return self._t
 
     def update(self, evidence: Evidence) -> Belief:
-        """The belief with one more piece of evidence (later evidence replaces earlier)."""
+        """The belief with one more piece of evidence (later evidence replaces earlier; a hint
+        never replaces an observed value)."""
+        if evidence.kind == "hint":
+            if evidence.attribute in self.states:
+                return self
+            among = frozenset(
+                state_index(self.taxonomy, evidence.attribute, v) for v in evidence.among
+            )
+            if not among:
+                raise ValueError(f"hint about {evidence.attribute}: no candidate values")
+            return replace(self, hints={**self.hints, evidence.attribute: among})
         if evidence.kind == "importance":
             if evidence.value not in LEVELS:
                 raise ValueError(
@@ -242,7 +277,8 @@ class Belief:
                 self, levels={**self.levels, evidence.attribute: LEVELS.index(evidence.value)}
             )
         state = state_index(self.taxonomy, evidence.attribute, evidence.value)
-        return replace(self, states={**self.states, evidence.attribute: state})
+        hints = {a: h for a, h in self.hints.items() if a != evidence.attribute}
+        return replace(self, states={**self.states, evidence.attribute: state}, hints=hints)
 
     def mark_asked(self, candidate: Candidate) -> Belief:
         """The belief with ``candidate`` excluded from later questions."""
@@ -255,32 +291,39 @@ class Belief:
             for a, s in self.states.items()
         }
 
-    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Type posterior, states, levels and the hint mask ``(A, S)``."""
         t = self.tables
         ids = self.taxonomy.ids
         states = np.full(len(ids), -1)
         levels = np.full(len(ids), -1)
+        hint = np.zeros(t.valid.shape, dtype=bool)
         log_post = np.log(t.domain.mixture).copy()
         for i, a in enumerate(ids):
             if a in self.states:
                 states[i] = self.states[a]
                 log_post += np.log(np.maximum(t.domain.theta[:, i, self.states[a]], _FLOOR))
+            elif a in self.hints:
+                hint[i, sorted(self.hints[a])] = True
+                log_post += np.log(np.maximum(t.domain.theta[:, i, hint[i]].sum(axis=1), _FLOOR))
             if a in self.levels:
                 levels[i] = self.levels[a]
         post = np.exp(log_post - log_post.max())
-        return post / post.sum(), states, levels
+        return post / post.sum(), states, levels, hint
+
+    def _evaluate(self) -> tuple[np.ndarray, np.ndarray]:
+        post, states, levels, hint = self._arrays()
+        return _uncertainty(
+            self.tables, post[None], states[None], levels[None], self._weights, hint
+        )
 
     def uncertainty(self) -> float:
         """U(evidence): the rubric-weighted entropy left (nats)."""
-        post, states, levels = self._arrays()
-        u, _ = _uncertainty(self.tables, post[None], states[None], levels[None], self._weights)
-        return float(u[0])
+        return float(self._evaluate()[0][0])
 
     def predictive(self) -> np.ndarray:
         """``(A, S)`` probability of each state of each attribute (observed: one-hot)."""
-        post, states, levels = self._arrays()
-        _, pred = _uncertainty(self.tables, post[None], states[None], levels[None], self._weights)
-        return pred[0]
+        return self._evaluate()[1][0]
 
     def presence(self) -> dict[str, float]:
         """Attribute id -> probability that it is in the hidden profile."""
@@ -295,17 +338,20 @@ class Belief:
             out += [
                 Candidate(a, "importance")
                 for a in self.taxonomy.ids
-                if self.states.get(a, ABSENT) != ABSENT and a not in self.levels
+                if self._present(a) and a not in self.levels
             ]
         return [c for c in out if c not in self.asked]
+
+    def _present(self, attribute: str) -> bool:
+        """Whether a reply said the attribute is in the profile (a value or a hint)."""
+        return self.states.get(attribute, ABSENT) != ABSENT or attribute in self.hints
 
     def gain(self, candidate: Candidate) -> float:
         """Expected information gain of one question (0 if its answer is already known)."""
         if candidate.kind == "value" and candidate.attribute in self.states:
             return 0.0
         if candidate.kind == "importance" and (
-            candidate.attribute in self.levels
-            or self.states.get(candidate.attribute, ABSENT) == ABSENT
+            candidate.attribute in self.levels or not self._present(candidate.attribute)
         ):
             return 0.0
         return dict(self._gains([candidate]))[candidate]
@@ -321,15 +367,17 @@ class Belief:
         if not candidates:
             return []
         t = self.tables
-        post, states, levels = self._arrays()
-        u0, pred = _uncertainty(t, post[None], states[None], levels[None], self._weights)
+        post, states, levels, hint = self._arrays()
+        u0, pred = _uncertainty(t, post[None], states[None], levels[None], self._weights, hint)
         index = {a: i for i, a in enumerate(self.taxonomy.ids)}
         rows: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, float]] = []
         for c, candidate in enumerate(candidates):
             i = index[candidate.attribute]
             if candidate.kind == "value":
+                # the posterior already holds a hint's likelihood: a value within it replaces it
+                hinted = t.domain.theta[:, i, hint[i]].sum(axis=1) if hint[i].any() else 1.0
                 for s in np.nonzero(t.valid[i])[0]:
-                    p = post * t.domain.theta[:, i, s]
+                    p = post * t.domain.theta[:, i, s] / np.maximum(hinted, _FLOOR)
                     st = states.copy()
                     st[i] = s
                     rows.append((c, p / max(p.sum(), _FLOOR), st, levels, float(pred[0, i, s])))
@@ -344,6 +392,7 @@ class Belief:
             np.stack([r[2] for r in rows]),
             np.stack([r[3] for r in rows]),
             self._weights,
+            hint,
         )
         expected = np.zeros(len(candidates))
         mass = np.zeros(len(candidates))

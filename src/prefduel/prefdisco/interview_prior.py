@@ -14,8 +14,9 @@ that from profiles sampled exactly as the study samples them (`sample_profile`),
 * **structure**: the distribution of the number of attributes per profile (sparsity) and the
   most attributes of one family seen in a profile; the belief uses both as constraints;
 * **weights**: each attribute's mean weight when present (per domain), and the coarse
-  importance levels (``minor`` / ``moderate`` / ``major``, cut at ``importance_cuts``) with
-  their shares and mean weights, for importance questions.
+  importance levels (``minor`` / ``moderate`` / ``major``, cut where the simulated user cuts
+  them, `prefduel.prefdisco.user.LEVEL_CUTS`) with their shares and mean weights, for
+  importance questions.
 
 Disjointness is checkable: the prior records its seed and a fingerprint of every training
 persona (the persona's content without its id, which restarts at ``p0000`` for every seed);
@@ -31,61 +32,25 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
-from pydantic import Field, model_validator
 
 from prefduel.core.rng import stream
-from prefduel.core.schema import Integer, Number, frozen_dataclass
-from prefduel.prefdisco.errors import ConfigError, DatasetError, TaxonomyError
+from prefduel.prefdisco.errors import DatasetError, TaxonomyError
+from prefduel.prefdisco.interview_config import PriorConfig
 from prefduel.prefdisco.personas import Persona, PersonaSpace, load_persona_space, sample_personas
 from prefduel.prefdisco.preferences import PreferenceProfile, SparsityConfig, sample_profile
 from prefduel.prefdisco.store import read_json, write_json
 from prefduel.prefdisco.tasks import Task
 from prefduel.prefdisco.taxonomy import Taxonomy
+from prefduel.prefdisco.user import IMPORTANCE_LEVELS, LEVEL_CUTS
 
 PRIOR_FORMAT = "prefduel/prefdisco-interview-prior/1"
 #: Coarse importance levels, lowest first (what an importance question's reply says).
-LEVELS = ("minor", "moderate", "major")
+LEVELS = IMPORTANCE_LEVELS
 #: State index of "the attribute is not in the profile" (values follow at 1, 2, ...).
 ABSENT = 0
-
-
-@frozen_dataclass(error=ConfigError, path="interviewer.prior")
-class PriorConfig:
-    """How the prior is learned.
-
-    Attributes:
-        seed: Root seed of the training personas and profiles (use one the evaluation dataset
-            does not: `check_disjoint` verifies the personas differ).
-        personas: Training personas.
-        tasks_per_domain: Synthetic training tasks per domain (a profile depends on the task
-            only through its domain and id).
-        classes: Persona types of the mixture (1: independent attributes).
-        iterations: Most EM iterations.
-        smoothing: Pseudo-count added to every state of every attribute and type.
-        importance_cuts: Weight cut points between the levels ``minor | moderate | major``.
-        min_distance: Big Five diversity of the training library (as in generation).
-    """
-
-    seed: Annotated[Integer, Field(ge=0)] = 1
-    personas: Annotated[Integer, Field(ge=1)] = 300
-    tasks_per_domain: Annotated[Integer, Field(ge=1)] = 2
-    classes: Annotated[Integer, Field(ge=1)] = 4
-    iterations: Annotated[Integer, Field(ge=1)] = 100
-    smoothing: Annotated[Number, Field(gt=0)] = 0.5
-    importance_cuts: tuple[Number, Number] = (0.2, 0.4)
-    min_distance: Annotated[Number, Field(ge=0)] = 0.35
-
-    @model_validator(mode="after")
-    def _cuts_increase(self) -> PriorConfig:
-        low, high = self.importance_cuts
-        if not 0 < low < high < 1:
-            raise ValueError(
-                f"importance_cuts: expected two increasing weights in (0, 1), got {[low, high]}"
-            )
-        return self
 
 
 @dataclass(frozen=True)
@@ -281,7 +246,8 @@ def check_disjoint(prior: InterviewPrior, personas: Sequence[Persona]) -> int:
     if shared:
         raise DatasetError(
             f"interview prior (seed {prior.training.seed}) was learned from {len(shared)} of the "
-            f"evaluation personas ({shared[:5]}); learn it with another seed"
+            f"evaluation personas ({shared[:5]}); learn it with another seed "
+            "(run.interviewer.prior.seed)"
         )
     return len(personas)
 
@@ -338,7 +304,7 @@ def learn_prior(
         for domain in taxonomy.domains
     }
     k_probs, family_cap = _structure(taxonomy, profiles)
-    level_probs, level_means = _levels(profiles, config.importance_cuts)
+    level_probs, level_means = _levels(profiles, LEVEL_CUTS)
     return InterviewPrior(
         taxonomy_version=taxonomy.version,
         taxonomy_digest=taxonomy.digest,
@@ -346,7 +312,7 @@ def learn_prior(
         domains=domains,
         k_probs=k_probs,
         family_cap=family_cap,
-        level_cuts=(float(config.importance_cuts[0]), float(config.importance_cuts[1])),
+        level_cuts=(float(LEVEL_CUTS[0]), float(LEVEL_CUTS[1])),
         level_probs=level_probs,
         level_means=level_means,
         training=TrainingRecord(

@@ -5,47 +5,42 @@
   `phrase_stage`): one short question, parsed (`parse_phrase`) and retried with the bad reply
   shown back; after ``tries`` unusable replies the template is used and the fallback recorded.
   `scripted_phrase_handler` plays the ``phrase`` role offline.
-* **The user side.** `InterviewUser` wraps the `PassiveUser`: value questions go to it
-  unchanged; questions asking how much something matters (`is_importance_question`) are
-  routed by the same router and answered with the coarse level of the hidden weight
-  (``only a little`` / ``somewhat`` / ``a lot``), or "no particular preference" when the
-  attribute is not in the profile. Nothing is volunteered.
+* **The user.** The interviewer's questions go to the study's `PassiveUser`, with the run's
+  ``user_style``, as the model's questions do; it answers importance questions
+  (`prefduel.prefdisco.user.is_importance_question`) with a coarse level.
 * **Reading replies.** `read_reply` turns a reply into `Evidence`: first the simulated user's
-  templates (``About X: I prefer L — ...``, ``About X: I have no particular preference``,
-  ``How much X matters to me: ...``), then, for free-text replies of a real user, a constrained
-  fallback (exactly one value label of the asked attribute, a "no preference" phrase, or one
-  importance phrase). Anything else is recorded as malformed, never guessed.
+  templates in every style: cooperative (``About X: I prefer L — ...``, ``About X: I have no
+  particular preference``), terse (``X: L.``, ``X: no preference.``), vague (``About X: more
+  towards L, I guess.``, ``... somewhere in the middle ...``, ``... maybe L or M, I'm not
+  sure.``, ``... I don't really mind ...``: a *hint*, the set of values the reply leaves
+  possible) and importance (``How much X matters to me: ...``); then, for free-text replies
+  of a real user, a constrained fallback (exactly one value label of the asked attribute, a
+  "no preference" phrase, or one importance phrase). Anything else is recorded as malformed,
+  never guessed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from prefduel.llm.request import LLMRequest, Message
 from prefduel.llm.stages import Stage
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.interview_belief import Candidate, Evidence
-from prefduel.prefdisco.interview_prior import LEVELS
-from prefduel.prefdisco.preferences import PreferenceProfile
+from prefduel.prefdisco.prompts import IMPORTANCE_WORDS, PHRASE_FORMAT, PHRASE_SYSTEM
 from prefduel.prefdisco.taxonomy import Attribute, Taxonomy
-from prefduel.prefdisco.user import Disclosure, PassiveUser, Route, Router, UserTurn
+from prefduel.prefdisco.user import IMPORTANCE_LEVELS
 
-#: How the user words each importance level (lowest first, as `LEVELS`).
-LEVEL_WORDS = ("only a little", "somewhat", "a lot")
-PHRASE_SYSTEM = (
-    "You help an assistant ask a user one short clarifying question about how they want an "
-    "answer written. Reply with the question only."
-)
-PHRASE_FORMAT = "Reply with one short question on one line, ending with '?', and nothing else."
-_IMPORTANCE_QUESTION = re.compile(
-    r"\bhow much does (?:it|this|that) matter\b|\bhow important\b|\bimportance\b", re.IGNORECASE
-)
 _VALUE = re.compile(r"About ([^:\n]+): I prefer (.+?) — ")
-_ABSENT = re.compile(r"About ([^:\n]+): I have no particular preference")
+_ABSENT = re.compile(r"About ([^:\n]+): (?:I have no particular preference|I don't really mind)")
 _LEVEL = re.compile(r"How much ([^:\n]+) matters to me: (only a little|somewhat|a lot)")
+# a terse user: "Length of the response: short." (one attribute, the label only)
+_TERSE = re.compile(r"^([A-Z][^:\n]*): ([^:.\n]+)\.$")
+_VAGUE_SIDE = re.compile(r"About ([^:\n]+): more towards (.+?), I guess")
+_VAGUE_MIDDLE = re.compile(r"About ([^:\n]+): somewhere in the middle")
+_VAGUE_MAYBE = re.compile(r"About ([^:\n]+): maybe (.+?)(?: or (.+?))?, I'm not sure")
 _NO_PREFERENCE = re.compile(
     r"\b(?:no (?:particular |real |strong )?preference|(?:do not|don't) (?:mind|care)|"
     r"(?:does not|doesn't) matter)\b",
@@ -142,94 +137,6 @@ def scripted_phrase_handler(taxonomy: Taxonomy) -> Any:
     return handler
 
 
-# -- the user side ---------------------------------------------------------------------------
-
-
-def is_importance_question(question: str) -> bool:
-    """Whether a question asks how much something matters (not which value)."""
-    return bool(_IMPORTANCE_QUESTION.search(question or ""))
-
-
-def level_of_weight(weight: float, cuts: Sequence[float]) -> str:
-    """The `LEVELS` name of a weight."""
-    return LEVELS[sum(weight >= c for c in cuts)]
-
-
-@dataclass(frozen=True)
-class UserAnswer:
-    """One reply of the `InterviewUser`.
-
-    Attributes:
-        turn: The question, route, value disclosures and reply (`UserTurn`).
-        importance: ``(attribute, level)`` pairs the reply disclosed.
-    """
-
-    turn: UserTurn
-    importance: tuple[tuple[str, str], ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """The `UserTurn` JSON (one element of a transcript's ``turns``), plus
-        ``importance`` when the reply disclosed levels."""
-        data = self.turn.to_json()
-        if self.importance:
-            data["importance"] = [{"attribute": a, "level": lv} for a, lv in self.importance]
-        return data
-
-
-class InterviewUser:
-    """The passive user, also answering importance questions with a coarse level.
-
-    Args:
-        profile: The hidden preferences.
-        taxonomy: The taxonomy.
-        router: Routes questions to attribute ids (the study's router).
-        cuts: Weight cut points of the levels (`InterviewPrior.level_cuts`).
-    """
-
-    def __init__(
-        self,
-        profile: PreferenceProfile,
-        taxonomy: Taxonomy,
-        router: Router,
-        cuts: Sequence[float] = (0.2, 0.4),
-    ) -> None:
-        self.passive = PassiveUser(profile, taxonomy, router)
-        self.profile = profile
-        self.taxonomy = taxonomy
-        self.router = router
-        self.cuts = tuple(cuts)
-        self.answers: list[UserAnswer] = []
-
-    async def answer(self, question: str) -> UserAnswer:
-        """Answer one question (value questions exactly as the `PassiveUser` does)."""
-        index = len(self.answers)
-        if is_importance_question(question):
-            answer = await self._importance(index, question)
-        else:
-            turn = await self.passive.answer(question)
-            disclosures = tuple(replace(d, turn=index) for d in turn.disclosures)
-            answer = UserAnswer(replace(turn, turn=index, disclosures=disclosures))
-        self.answers.append(answer)
-        return answer
-
-    async def _importance(self, index: int, question: str) -> UserAnswer:
-        route: Route = await self.router.route(question)
-        weights = self.profile.weights
-        parts, disclosures, levels = [], [], []
-        for attr_id in route.attributes:
-            name = self.taxonomy[attr_id].name.lower()
-            if attr_id in weights:
-                level = level_of_weight(weights[attr_id], self.cuts)
-                parts.append(f"How much {name} matters to me: {LEVEL_WORDS[LEVELS.index(level)]}.")
-                levels.append((attr_id, level))
-            else:
-                parts.append(f"About {name}: I have no particular preference.")
-                disclosures.append(Disclosure(index, attr_id, None))
-        reply = " ".join(parts) or prompts.user_reply([], [])
-        turn = UserTurn(index, question, route, tuple(disclosures), reply)
-        return UserAnswer(turn, tuple(levels))
-
-
 # -- reading replies -------------------------------------------------------------------------
 
 
@@ -257,23 +164,72 @@ class ReplyReading:
         }
 
 
+def _label(attribute: Attribute, label: str) -> str | None:
+    """The value id of a label of ``attribute`` (case-insensitive), or None."""
+    wanted = label.strip().lower()
+    return next((v.value for v in attribute.values if v.label.lower() == wanted), None)
+
+
+def _named(pairs: list[Any], taxonomy: Taxonomy) -> list[tuple[Attribute, Any]]:
+    """``(attribute, rest)`` for the regex matches whose first group names an attribute."""
+    out = []
+    for match in pairs:
+        name, rest = (match, ()) if isinstance(match, str) else (match[0], match[1:])
+        attribute = taxonomy.by_name(name)
+        if attribute is not None:
+            out.append((attribute, rest))
+    return out
+
+
+def _side(attribute: Attribute, end: str) -> tuple[str, ...]:
+    """The values on the side of an ordinal scale that ``end`` (its first or last label)
+    names: what "more towards <end>" leaves possible."""
+    values = attribute.values
+    middle = (len(values) - 1) / 2
+    first = values[0].label.lower() == end.strip().lower()
+    return tuple(v.value for i, v in enumerate(values) if (i < middle if first else i > middle))
+
+
+def _vague(reply: str, taxonomy: Taxonomy) -> list[Evidence]:
+    """The hints of a vague user's reply (a single candidate is a value)."""
+    candidates: list[tuple[Attribute, tuple[str, ...]]] = []
+    for attribute, (end,) in _named(_VAGUE_SIDE.findall(reply), taxonomy):
+        candidates.append((attribute, _side(attribute, end)))
+    for attribute, _ in _named(_VAGUE_MIDDLE.findall(reply), taxonomy):
+        candidates.append((attribute, (attribute.values[(len(attribute.values) - 1) // 2].value,)))
+    for attribute, labels in _named(_VAGUE_MAYBE.findall(reply), taxonomy):
+        among = tuple(v for v in (_label(attribute, x) for x in labels if x) if v is not None)
+        candidates.append((attribute, among))
+    # one candidate left ("more towards intuitive" on a 3-level scale) is the value itself
+    return [
+        Evidence(a.id, "value", among[0])
+        if len(among) == 1
+        else Evidence(a.id, "hint", None, among=among)
+        for a, among in candidates
+        if among
+    ]
+
+
 def _templated(reply: str, taxonomy: Taxonomy) -> list[Evidence]:
+    """The evidence in the simulated user's templates (every style)."""
     found: list[Evidence] = []
-    for name, label in _VALUE.findall(reply):
-        attribute = taxonomy.by_name(name)
-        values = attribute.values if attribute is not None else ()
-        value = next((v for v in values if v.label.lower() == label.strip().lower()), None)
-        if attribute is not None and value is not None:
-            found.append(Evidence(attribute.id, "value", value.value))
-    for name in _ABSENT.findall(reply):
-        attribute = taxonomy.by_name(name)
-        if attribute is not None:
-            found.append(Evidence(attribute.id, "value", None))
-    for name, words in _LEVEL.findall(reply):
-        attribute = taxonomy.by_name(name)
-        if attribute is not None:
-            found.append(Evidence(attribute.id, "importance", LEVELS[LEVEL_WORDS.index(words)]))
-    return found
+    for attribute, (label,) in _named(_VALUE.findall(reply), taxonomy):
+        value = _label(attribute, label)
+        if value is not None:
+            found.append(Evidence(attribute.id, "value", value))
+    for attribute, _ in _named(_ABSENT.findall(reply), taxonomy):
+        found.append(Evidence(attribute.id, "value", None))
+    for attribute, (words,) in _named(_LEVEL.findall(reply), taxonomy):
+        level = IMPORTANCE_LEVELS[IMPORTANCE_WORDS.index(words)]
+        found.append(Evidence(attribute.id, "importance", level))
+    terse = _TERSE.fullmatch(reply.strip())
+    attribute = taxonomy.by_name(terse.group(1)) if terse else None
+    if terse and attribute is not None:
+        said = terse.group(2).strip().lower()
+        value = None if said == "no preference" else _label(attribute, said)
+        if value is not None or said == "no preference":
+            found.append(Evidence(attribute.id, "value", value))
+    return found + _vague(reply, taxonomy)
 
 
 def _fallback(reply: str, asked: Candidate, taxonomy: Taxonomy) -> Evidence | None:
@@ -319,20 +275,19 @@ def read_reply(reply: str, asked: Candidate, taxonomy: Taxonomy) -> ReplyReading
         if guess is None:
             return ReplyReading((), True, "malformed")
         evidence = [guess]
-    about = any(e.attribute == asked.attribute and e.kind == asked.kind for e in evidence)
-    absent = any(e.attribute == asked.attribute and e.value is None for e in evidence)
+    kinds = (asked.kind, "hint") if asked.kind == "value" else (asked.kind,)
+    about = any(e.attribute == asked.attribute and e.kind in kinds for e in evidence)
+    absent = any(
+        e.attribute == asked.attribute and e.kind == "value" and e.value is None
+        for e in evidence
+    )
     return ReplyReading(tuple(evidence), False, "answered" if about or absent else "misrouted")
 
 
 __all__ = [
-    "LEVEL_WORDS",
     "PHRASE_FORMAT",
     "PHRASE_SYSTEM",
-    "InterviewUser",
     "ReplyReading",
-    "UserAnswer",
-    "is_importance_question",
-    "level_of_weight",
     "parse_phrase",
     "phrase_messages",
     "phrase_stage",

@@ -5,20 +5,25 @@ preferences (a prior learned offline from *other* simulated users, `interview_pr
 each turn, asks about the candidate with the largest expected information gain about the
 rubric-weighted preferences (`interview_belief`): one value question per unobserved
 attribute and, with ``importance_questions``, one importance question per preference found.
-It stops when the best gain falls below ``min_gain`` or the budget is spent. The reply is
-read into evidence (`interview_replies.read_reply`); the LLM only words the questions
-(``phrasing: llm``; offline the taxonomy's questions) and writes the final answer, with the
-same final request as every other condition (`episodes.answer_request`, the discovery
-information block), so the existing judging and metrics score the transcript unchanged::
+It stops when the best gain falls below ``min_gain`` (``min_gain``), when nothing is left to
+ask (``exhausted``) or when the budget is spent (``max_turns``). The questions go to the
+study's `PassiveUser` (the run's ``user_style``, the run's router) and each reply is read
+into evidence (`interview_replies.read_reply`: values, "no preference", a vague user's hints,
+importance levels). The LLM only words the questions (``phrasing: llm``; offline the
+taxonomy's questions) and writes the final answer, with the same final request as every
+other condition (`episodes.answer_request`, the discovery information block), so the
+existing judging and metrics score the transcript unchanged.
+
+In a study it is the ``interviewer`` strategy (``run.strategies``; settings
+``run.interviewer``, `InterviewerConfig`); in Python::
 
     prior = learn_prior(taxonomy, PriorConfig(seed=1), sparsity=config.generate.sparsity)
     check_disjoint(prior, dataset.personas.values())
-    result = await run_interview(EpisodeKey(model, "discovery", pid, tid), context, prior)
-    result.transcript        # a `Transcript`, as `run_episode` returns
+    key = EpisodeKey(model, "discovery", pid, tid, strategy="interviewer")
+    result = await run_interview(key, context, prior)
+    result.transcript        # a `Transcript`, as `run_episode` returns (with the log)
     result.steps             # per turn: question, gain, reply, evidence, what was disclosed
-
-`counterfactual_follow_up` re-runs the first two turns with the first reply altered and says
-whether the follow-up question changed.
+    result.follow_up         # the follow-up with the first reply altered (no extra call)
 """
 
 from __future__ import annotations
@@ -26,65 +31,33 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import Field, Strict
-
-from prefduel.core.rng import stream
-from prefduel.core.schema import Integer, Number, frozen_dataclass
 from prefduel.llm.stages import MALFORMED, ask
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.episodes import (
     MODEL_TURN,
     EpisodeContext,
     EpisodeKey,
+    ReplyLog,
     Transcript,
     answer_request,
 )
-from prefduel.prefdisco.errors import ConfigError, DatasetError, EpisodeError
+from prefduel.prefdisco.errors import DatasetError, EpisodeError
+from prefduel.prefdisco.follow_up import FollowUp, Topic, altered_reply
 from prefduel.prefdisco.interview_belief import Belief, Candidate
-from prefduel.prefdisco.interview_prior import LEVELS, InterviewPrior, PriorConfig
+from prefduel.prefdisco.interview_config import InterviewerConfig, PriorConfig
+from prefduel.prefdisco.interview_prior import InterviewPrior
 from prefduel.prefdisco.interview_replies import (
-    LEVEL_WORDS,
-    InterviewUser,
     ReplyReading,
+    parse_phrase,
     phrase_stage,
     read_reply,
     template_question,
 )
-from prefduel.prefdisco.taxonomy import Taxonomy
+from prefduel.prefdisco.user import PassiveUser
 
 STOP_REASONS = ("min_gain", "exhausted", "max_turns")
-
-
-@frozen_dataclass(error=ConfigError, path="interviewer")
-class InterviewerConfig:
-    """Settings of the Bayesian interviewer.
-
-    Attributes:
-        max_turns: Question budget (None: the run's ``max_turns``).
-        min_gain: Stop when the best expected gain (nats, rubric-weighted) is below this.
-        importance_questions: Also ask how much a found preference matters (coarse level).
-        importance_weight: λ, weight of importance uncertainty relative to value uncertainty.
-        presence_weight: Weight of the uncertainty about *whether* an attribute is in the
-            profile, relative to the uncertainty about its value (0: only the values the
-            rubric will test count).
-        phrasing: ``template`` (the taxonomy's questions, no LLM call) or ``llm`` (role
-            ``phrase``, by ``phrase_model``).
-        phrase_model: Model that words the questions (None: the model under test).
-        phrase_attempts: Phrasing requests per question before the template is used.
-        prior: How the prior is learned (`PriorConfig`).
-    """
-
-    max_turns: Annotated[Integer, Field(ge=1)] | None = None
-    min_gain: Annotated[Number, Field(ge=0)] = 0.02
-    importance_questions: Annotated[bool, Strict()] = False
-    importance_weight: Annotated[Number, Field(ge=0)] = 0.5
-    presence_weight: Annotated[Number, Field(ge=0)] = 1.0
-    phrasing: Literal["template", "llm"] = "template"
-    phrase_model: str | None = None
-    phrase_attempts: Annotated[Integer, Field(ge=1)] = 2
-    prior: PriorConfig = field(default_factory=PriorConfig)
 
 
 @dataclass(frozen=True)
@@ -99,12 +72,11 @@ class InterviewStep:
         question: The question as asked.
         phrasing: ``template``, ``llm`` or ``template-fallback`` (the model's wording was
             unusable).
-        reply: The user's reply (the altered one in a counterfactual run).
+        reply: The user's reply.
         reading: The evidence read from the reply.
         disclosed: Hidden ``(attribute, value)`` pairs the reply revealed.
         levels: Hidden ``(attribute, importance level)`` pairs the reply revealed.
         uncertainty: U before and after the reply.
-        altered: Whether the reply was replaced (counterfactual).
     """
 
     turn: int
@@ -118,7 +90,6 @@ class InterviewStep:
     disclosed: tuple[tuple[str, str], ...]
     levels: tuple[tuple[str, str], ...]
     uncertainty: tuple[float, float]
-    altered: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready ``dict``."""
@@ -138,7 +109,6 @@ class InterviewStep:
             "disclosed": [{"attribute": a, "value": v} for a, v in self.disclosed],
             "levels": [{"attribute": a, "level": lv} for a, lv in self.levels],
             "uncertainty": list(self.uncertainty),
-            "altered": self.altered,
         }
 
 
@@ -148,16 +118,22 @@ class InterviewResult:
 
     Attributes:
         transcript: The transcript, in the shape `run_episode` produces (condition
-            ``discovery``; ``stop`` is ``ready`` when the interviewer stopped by itself).
+            ``discovery``, strategy ``interviewer``; ``stop`` is the interviewer's stop reason;
+            ``interview`` holds `to_json`).
         steps: The per-turn log (`InterviewStep`).
         stop_reason: ``min_gain``, ``exhausted`` (nothing left to ask) or ``max_turns``.
         known: Attribute id -> value the interviewer learned (None: no preference).
+        hinted: Attribute id -> the values a vague reply left possible.
+        follow_up: The follow-up with the first reply altered (None: budget 1, or the first
+            question routed to nothing).
     """
 
     transcript: Transcript
     steps: tuple[InterviewStep, ...]
     stop_reason: str
     known: Mapping[str, str | None]
+    hinted: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    follow_up: FollowUp | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready ``dict`` (the log; the transcript is stored separately)."""
@@ -165,7 +141,9 @@ class InterviewResult:
             "episode_id": self.transcript.key.id,
             "stop_reason": self.stop_reason,
             "known": dict(self.known),
+            "hinted": {a: list(v) for a, v in self.hinted.items()},
             "steps": [s.to_json() for s in self.steps],
+            "follow_up": None if self.follow_up is None else self.follow_up.to_json(),
         }
 
 
@@ -177,13 +155,16 @@ class _Interview:
     context: EpisodeContext
     config: InterviewerConfig
     belief: Belief
-    user: InterviewUser
+    user: PassiveUser
     block: str
     steps: list[InterviewStep] = field(default_factory=list)
     pairs: list[tuple[str, str]] = field(default_factory=list)
     turns_json: list[dict[str, Any]] = field(default_factory=list)
+    asks: list[dict[str, Any]] = field(default_factory=list)
+    first: Belief | None = None  # before the first reply was read (the follow-up check)
 
     async def phrase(self, candidate: Candidate) -> tuple[str, str]:
+        """The question for ``candidate`` and how it was worded."""
         taxonomy = self.context.taxonomy
         if self.config.phrasing == "template":
             return template_question(candidate, taxonomy), "template"
@@ -194,37 +175,56 @@ class _Interview:
             self.context.settings.params("ask"),
             self.config.phrase_attempts,
         )
-        outcome = await ask(stage, candidate, self.context.model_client)
+        replies = ReplyLog(self.context.model_client)
+        outcome = await ask(stage, candidate, replies)
+        for response in replies.responses:
+            readable = parse_phrase(response.text or "") is not None
+            self.asks.append(
+                {
+                    "turn": len(self.steps),
+                    "text": response.text,
+                    "finish_reason": response.finish_reason,
+                    "read": "question" if readable else "malformed",
+                }
+            )
         if outcome.failed:
             raise EpisodeError(f"episode {self.key.id}: phrase call failed: {outcome.error}")
         if outcome.value is MALFORMED:
             return template_question(candidate, taxonomy), "template-fallback"
         return str(outcome.value), "llm"
 
-    async def interview(self, replies: Mapping[int, str]) -> str:
+    def choose(self, belief: Belief) -> tuple[list[tuple[Candidate, float]], str | None]:
+        """The best two candidates, or the reason to stop (``exhausted``, ``min_gain``)."""
+        choice = belief.gains(self.config.importance_questions)
+        if not choice:
+            return [], "exhausted"
+        if choice[0][1] < self.config.min_gain:
+            return [], "min_gain"
+        return choice[:2], None
+
+    async def interview(self) -> str:
         """Ask until the gain is too small, nothing is left or the budget is spent; return
         the stop reason (`STOP_REASONS`)."""
-        for turn in range(interviewer_budget(self.config, self.context)):
-            choice = self.belief.gains(self.config.importance_questions)
-            if not choice:
-                return "exhausted"
-            if choice[0][1] < self.config.min_gain:
-                return "min_gain"
-            await self.turn(choice[:2], replies.get(turn))
+        for _ in range(interviewer_budget(self.config, self.context)):
+            choice, stop = self.choose(self.belief)
+            if stop is not None:
+                return stop
+            await self.turn(choice)
         return "max_turns"
 
-    async def turn(self, choice: list[tuple[Candidate, float]], altered: str | None) -> None:
+    async def turn(self, choice: list[tuple[Candidate, float]]) -> None:
+        """Ask the best candidate, read the reply, update the belief, log the step."""
         candidate, gain = choice[0]
         question, how = await self.phrase(candidate)
-        answer = await self.user.answer(question)
-        reply = answer.turn.reply if altered is None else altered
-        reading = read_reply(reply, candidate, self.context.taxonomy)
+        turn = await self.user.answer(question)
+        reading = read_reply(turn.reply, candidate, self.context.taxonomy)
         before = self.belief.uncertainty()
         belief = self.belief.mark_asked(candidate)
+        if not self.steps:
+            self.first = belief
         for evidence in reading.evidence:
             belief = belief.update(evidence)
         self.belief = belief
-        turn_json = answer.to_json() | {"reply": reply}
         self.steps.append(
             InterviewStep(
                 turn=len(self.steps),
@@ -233,18 +233,38 @@ class _Interview:
                 runner_up=choice[1] if len(choice) > 1 else None,
                 question=question,
                 phrasing=how,
-                reply=reply,
+                reply=turn.reply,
                 reading=reading,
-                disclosed=tuple(
-                    (d.attribute, d.value) for d in answer.turn.disclosures if d.value is not None
-                ),
-                levels=answer.importance,
+                disclosed=tuple((d.attribute, d.value) for d in turn.disclosures if d.value),
+                levels=tuple((d.attribute, d.importance) for d in turn.disclosures if d.importance),
                 uncertainty=(before, belief.uncertainty()),
-                altered=altered is not None,
             )
         )
-        self.pairs.append((question, reply))
-        self.turns_json.append(turn_json)
+        self.pairs.append((question, turn.reply))
+        self.turns_json.append(turn.to_json())
+
+    def follow_up(self, stop: str) -> FollowUp | None:
+        """The next question had the first reply been another (`prefduel.prefdisco.follow_up`):
+        read into the belief as it stood before the real reply; no call is made."""
+        if interviewer_budget(self.config, self.context) < 2 or self.first is None:
+            return None
+        instance = (self.key.persona_id, self.key.task_id)
+        style = self.context.settings.user_style
+        altered = altered_reply(self.turns_json[0], self.context.taxonomy, style, instance)
+        if altered is None:
+            return None
+        attribute, reply = altered
+        belief = self.first
+        for evidence in read_reply(reply, self.steps[0].candidate, self.context.taxonomy).evidence:
+            belief = belief.update(evidence)
+        choice, why = self.choose(belief)
+        topic = Topic(stop=why) if why is not None else _topic(choice[0][0])
+        original = _topic(self.steps[1].candidate) if len(self.steps) > 1 else Topic(stop=stop)
+        return FollowUp(attribute, reply, original, topic)
+
+
+def _topic(candidate: Candidate) -> Topic:
+    return Topic((candidate.attribute,), candidate.kind == "importance")
 
 
 def interviewer_budget(config: InterviewerConfig, context: EpisodeContext) -> int:
@@ -252,40 +272,19 @@ def interviewer_budget(config: InterviewerConfig, context: EpisodeContext) -> in
     return config.max_turns or context.settings.max_turns
 
 
-async def run_interview(
-    key: EpisodeKey,
-    context: EpisodeContext,
-    prior: InterviewPrior,
-    config: InterviewerConfig | None = None,
-    *,
-    replies: Mapping[int, str] | None = None,
-    final_answer: bool = True,
-) -> InterviewResult:
-    """Run the interviewer on one episode against the simulated user.
-
-    Args:
-        key: The episode (condition ``discovery``; ``key.model`` writes the final answer and,
-            with ``phrasing: llm`` and no ``phrase_model``, words the questions).
-        context: Dataset, settings, the model client and the user's router.
-        prior: The learned prior (its taxonomy must be the context's).
-        config: Interviewer settings.
-        replies: Turn -> reply text to use instead of the user's (counterfactual runs).
-        final_answer: Request the final answer (False: the transcript's response is empty).
-
-    Returns:
-        The transcript and the per-turn log.
-
-    Raises:
-        DatasetError: Not a discovery key, or no task or profile for it.
-        EpisodeError: An LLM call failed after its retries.
-    """
-    config = config or InterviewerConfig()
+def _start(
+    key: EpisodeKey, context: EpisodeContext, prior: InterviewPrior, config: InterviewerConfig
+) -> _Interview:
+    """A fresh interview of one episode (its belief on the prior, its user)."""
     task = context.tasks.get(key.task_id)
     profile = context.profiles.get((key.persona_id, key.task_id))
-    if key.condition != "discovery" or task is None or profile is None:
+    if key.condition != "discovery" or key.strategy != "interviewer":
         raise DatasetError(
-            f"episode {key.id}: the interviewer runs discovery episodes of a known task and profile"
+            f"episode {key.id}: the interviewer runs discovery episodes of its own strategy "
+            "(EpisodeKey(..., 'discovery', ..., strategy='interviewer'))"
         )
+    if task is None or profile is None:
+        raise DatasetError(f"episode {key.id}: no task or profile for this persona and task")
     belief = Belief(
         prior,
         task.domain,
@@ -293,129 +292,76 @@ async def run_interview(
         importance_weight=config.importance_weight,
         presence_weight=config.presence_weight,
     )
-    user = InterviewUser(profile, context.taxonomy, context.router, prior.level_cuts)
+    user = PassiveUser(profile, context.taxonomy, context.router, style=context.settings.user_style)
     block = prompts.task_block(task.question, task.options)
-    run = _Interview(key, context, config, belief, user, block)
-    stop = await run.interview(replies or {})
+    return _Interview(key, context, config, belief, user, block)
+
+
+async def run_interview(
+    key: EpisodeKey,
+    context: EpisodeContext,
+    prior: InterviewPrior | None = None,
+    config: InterviewerConfig | None = None,
+) -> InterviewResult:
+    """Run the interviewer on one episode against the simulated user, then the final answer.
+
+    Args:
+        key: The episode (condition ``discovery``; ``key.model`` writes the final answer and,
+            with ``phrasing: llm`` and no ``phrase_model``, words the questions).
+        context: Dataset, settings, the model client and the user's router.
+        prior: The learned prior (default: ``context.prior``; its taxonomy must be the
+            context's).
+        config: Interviewer settings (default: ``context.settings.interviewer``).
+
+    Returns:
+        The transcript (with the log) and the per-turn log.
+
+    Raises:
+        DatasetError: Not a discovery key, no task or profile for it, or no prior.
+        EpisodeError: An LLM call failed after its retries.
+    """
+    config = config or context.settings.interviewer
+    prior = prior or context.prior
+    if prior is None:
+        raise DatasetError(f"episode {key.id}: the interviewer needs a prior (learn_prior)")
+    run = _start(key, context, prior, config)
+    stop = await run.interview()
+    follow_up = run.follow_up(stop) if context.settings.follow_up_check else None
+    task = context.tasks[key.task_id]
     info = prompts.info_discovery(run.pairs)
-    response = ""
-    if final_answer:
-        request = answer_request(key, task, info, context.settings)
-        outcome = await ask(MODEL_TURN, request, context.model_client)
-        if outcome.failed:
-            raise EpisodeError(f"episode {key.id}: answer call failed: {outcome.error}")
-        response = str(outcome.value)
+    request = answer_request(key, task, info, context.settings)
+    outcome = await ask(MODEL_TURN, request, context.model_client)
+    if outcome.failed:
+        raise EpisodeError(f"episode {key.id}: answer call failed: {outcome.error}")
     transcript = Transcript(
         key=key,
         source=task.source,
         domain=task.domain,
         turns=tuple(run.turns_json),
-        stop="max_turns" if stop == "max_turns" else "ready",
+        stop=stop,
         info=info,
-        response=response,
+        response=str(outcome.value),
         settings=context.digest,
+        asks=tuple(run.asks),
+        follow_up=None if follow_up is None else follow_up.to_json(),
     )
-    return InterviewResult(transcript, tuple(run.steps), stop, run.belief.known())
-
-
-def alternative_reply(
-    candidate: Candidate, reading: ReplyReading, taxonomy: Taxonomy, seed: int, episode: str
-) -> str | None:
-    """A different answer to the question about ``candidate``: another state of the attribute
-    (another value, or "no particular preference"; for importance, another level), worded as
-    the simulated user words it and drawn from ``stream(seed, "counterfactual", episode)``.
-
-    Returns:
-        The reply text, or None when ``reading`` told nothing about the attribute asked.
-    """
-    said = [
-        e.value
-        for e in reading.evidence
-        if e.attribute == candidate.attribute and e.kind == candidate.kind
-    ]
-    if len(said) != 1:
-        return None
-    rng = stream(seed, "counterfactual", episode)
-    attribute = taxonomy[candidate.attribute]
-    if candidate.kind == "importance":
-        levels = [lv for lv in LEVELS if lv != said[0]]
-        words = LEVEL_WORDS[LEVELS.index(levels[int(rng.integers(len(levels)))])]
-        return f"How much {attribute.name.lower()} matters to me: {words}."
-    states = [s for s in (None, *attribute.value_ids) if s != said[0]]
-    value = states[int(rng.integers(len(states)))]
-    if value is None:
-        return prompts.user_reply([], [attribute])
-    return prompts.user_reply([(attribute, attribute.value(value))], [])
-
-
-@dataclass(frozen=True)
-class FollowUp:
-    """The follow-up question with the user's first answer and with an altered one.
-
-    Attributes:
-        episode_id: The episode.
-        first: The first question's candidate.
-        original: The second question's candidate after the real reply (None: stopped).
-        altered_reply: The reply used instead of the real one.
-        altered: The second question's candidate after the altered reply.
-    """
-
-    episode_id: str
-    first: Candidate
-    original: Candidate | None
-    altered_reply: str
-    altered: Candidate | None
-
-    @property
-    def changed(self) -> bool:
-        """Whether the follow-up question differs."""
-        return self.original != self.altered
-
-
-async def counterfactual_follow_up(
-    key: EpisodeKey,
-    context: EpisodeContext,
-    prior: InterviewPrior,
-    config: InterviewerConfig | None = None,
-    *,
-    seed: int = 0,
-) -> FollowUp | None:
-    """Re-run the first two turns with the first reply altered (`alternative_reply`).
-
-    Returns:
-        The two follow-up questions, or None when the interview asked nothing or the first
-        reply said nothing about the attribute asked (no answer to alter).
-    """
-    config = dataclasses.replace(config or InterviewerConfig(), max_turns=2)
-    real = await run_interview(key, context, prior, config, final_answer=False)
-    if not real.steps:
-        return None
-    first = real.steps[0]
-    altered_reply = alternative_reply(
-        first.candidate, first.reading, context.taxonomy, seed, key.id
+    hinted = {
+        a: tuple(context.taxonomy[a].values[i - 1].value for i in sorted(states))
+        for a, states in run.belief.hints.items()
+    }
+    result = InterviewResult(
+        transcript, tuple(run.steps), stop, run.belief.known(), hinted, follow_up
     )
-    if altered_reply is None:
-        return None
-    other = await run_interview(
-        key, context, prior, config, replies={0: altered_reply}, final_answer=False
-    )
-    return FollowUp(
-        episode_id=key.id,
-        first=first.candidate,
-        original=real.steps[1].candidate if len(real.steps) > 1 else None,
-        altered_reply=altered_reply,
-        altered=other.steps[1].candidate if len(other.steps) > 1 else None,
-    )
+    transcript = dataclasses.replace(transcript, interview=result.to_json())
+    return dataclasses.replace(result, transcript=transcript)
 
 
 __all__ = [
     "STOP_REASONS",
-    "FollowUp",
     "InterviewResult",
     "InterviewStep",
     "InterviewerConfig",
-    "alternative_reply",
-    "counterfactual_follow_up",
+    "PriorConfig",
     "interviewer_budget",
     "run_interview",
 ]

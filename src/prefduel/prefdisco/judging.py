@@ -85,6 +85,8 @@ class ScoreRow:
         finish_reasons: Role -> finish reason -> calls, over the whole episode.
         calls: The scoring calls (`prefduel.prefdisco.calls.call_record`); the episode's
             own are in its transcript.
+        strategy: The discovery strategy (``ask``, ``interviewer``); None outside discovery.
+        follow_up: The transcript's counterfactual follow-up check (None: not recorded).
     """
 
     episode_id: str
@@ -113,6 +115,8 @@ class ScoreRow:
     usage: Mapping[str, Any] = field(default_factory=dict)
     finish_reasons: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     calls: tuple[Mapping[str, Any], ...] = ()
+    strategy: str | None = None
+    follow_up: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready ``dict``."""
@@ -124,6 +128,7 @@ class ScoreRow:
         out["revealed"] = [list(r) for r in self.revealed]
         out["finish_reasons"] = {k: dict(v) for k, v in self.finish_reasons.items()}
         out["calls"] = [dict(c) for c in self.calls]
+        out["follow_up"] = None if self.follow_up is None else dict(self.follow_up)
         return out
 
 
@@ -338,6 +343,8 @@ async def score_transcript(transcript: Transcript, context: JudgeContext) -> Sco
         settings=transcript.settings,
         stop=transcript.stop,
         revealed=revealed,
+        strategy=key.strategy if key.condition == "discovery" else None,
+        follow_up=transcript.follow_up,
     )
 
 

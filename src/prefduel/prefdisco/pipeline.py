@@ -23,7 +23,8 @@
 **Run folder** (written by `run_study`; default: the dataset folder)::
 
     run.json           the settings every episode ran under (and their digest), the
-                       router check
+                       router check, the interviewer's prior (digest, disjointness)
+    interview-prior.json  the interviewer's prior (learned when run.strategies has it)
     transcripts.jsonl  one line per episode (model x condition x instance)
     scores.jsonl       one line per scored episode
     llm-cache.sqlite   answers already paid for (the resume mechanism)
@@ -34,7 +35,10 @@ for backstories and refined rubrics (optional); ``run`` resolves the router
 (`prefduel.prefdisco.router_check`), then works on the episodes still unscored
 (`prefduel.llm.concurrency.each`), each a conversation with the model under
 test and the simulated user, then its judgements (every call through the stage engine,
-`prefduel.llm.stages`; each row records its own calls, `prefduel.prefdisco.calls`).
+`prefduel.llm.stages`; each row records its own calls, `prefduel.prefdisco.calls`). A
+discovery episode runs by its strategy: ``ask`` (`prefduel.prefdisco.episodes.run_episode`)
+or ``interviewer`` (`prefduel.prefdisco.interviewer.run_interview`, with the prior learned at
+the start of the run from personas disjoint from the dataset's, `study.interview_prior`).
 `generate_from_config` and `run_from_config` add the clients the config asks for (and a
 progress bar), as the command line does.
 
@@ -85,6 +89,7 @@ from prefduel.prefdisco.episodes import (
 )
 from prefduel.prefdisco.errors import ConfigError, EpisodeError
 from prefduel.prefdisco.estimate import estimate_run
+from prefduel.prefdisco.interviewer import run_interview
 from prefduel.prefdisco.judging import JudgeContext, score_transcript
 from prefduel.prefdisco.personas import enrich_personas
 from prefduel.prefdisco.router_check import choose_router
@@ -99,6 +104,7 @@ from prefduel.prefdisco.study import (
     check_run_folder,
     episode_keys,
     episode_settings,
+    interview_prior,
     money,
     read_rows,
     write_rows,
@@ -201,7 +207,10 @@ class _Episodes:
         if row is not None:
             return Transcript.from_json(row, where=f"transcript {key.id}")
         with recording() as calls:
-            transcript = await run_episode(key, self.episode)
+            if key.strategy == "interviewer":
+                transcript = (await run_interview(key, self.episode)).transcript
+            else:
+                transcript = await run_episode(key, self.episode)
         transcript = replace(transcript, calls=tuple(calls))
         self.transcripts[key.id] = transcript.to_json()
         t_out.write(self.transcripts[key.id])
@@ -267,6 +276,7 @@ def _episodes(
     router: Router,
     stored: tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]],
     digest: str,
+    prior: Any = None,
 ) -> _Episodes:
     """The episode stage of a run folder: its stored rows, and what episodes and judging
     need (every client metered, so each row carries its own calls)."""
@@ -278,6 +288,7 @@ def _episodes(
         digest,
         metered(clients.model),
         router,
+        prior,
     )
     judge = JudgeContext(
         dataset.taxonomy,
@@ -302,7 +313,9 @@ def run_study(
 
     The router is resolved first (`prefduel.prefdisco.router_check.choose_router`: ``auto``
     measures the routers on the labelled questions when the user group is a real endpoint);
-    its measurements go into ``run.json``.
+    its measurements go into ``run.json``. With the ``interviewer`` strategy its prior is
+    learned next (`prefduel.prefdisco.study.interview_prior`: disjoint personas checked,
+    saved in the folder, its digest in ``run.json``).
 
     Args:
         dataset: The loaded dataset.
@@ -316,7 +329,8 @@ def run_study(
         which does not repeat the episode id) and are retried by the next run.
 
     Raises:
-        DatasetError: The folder holds results made with other settings.
+        DatasetError: The folder holds results made with other settings (or another
+            interviewer prior), or the prior's training personas overlap the dataset's.
         EpisodeError: A call of the router check failed after its retries.
     """
     out = Path(folder)
@@ -325,14 +339,17 @@ def run_study(
     conf = episode_settings(dataset, settings, backends_of(clients), router=router.name)
     digest = settings_digest(conf)
     check_run_folder(out, conf)
+    prior, prior_record = interview_prior(dataset, settings, out)
     run_json = {"format": RUN_FORMAT, "settings": conf, "digest": digest, "router_check": check}
+    if prior_record is not None:
+        run_json["interviewer_prior"] = prior_record
     write_json(out / "run.json", run_json)
     keys = episode_keys(dataset, settings)
     stored = (
         read_rows(out / "transcripts.jsonl", "transcript file", digest),
         read_rows(out / "scores.jsonl", "score file", digest),
     )
-    episodes = _episodes(dataset, settings, clients, router, stored, digest)
+    episodes = _episodes(dataset, settings, clients, router, stored, digest, prior)
     todo = [k for k in keys if k.id not in episodes.scores]
     if todo:
         run_sync(episodes.run(todo, out, clients, progress))

@@ -14,6 +14,7 @@ Roles (the ``role`` tag of each `LLMRequest`):
 ``router``     simulated user's LLM router: which attribute ids a question asks about
 ``judge``      per-attribute rubric score, ``SCORE: 1-5``
 ``grader``     accuracy fallback, ``CORRECT`` / ``INCORRECT``
+``phrase``     model under test, interviewer strategy: words one chosen question
 ``persona``    persona backstory (generation, optional)
 ``rubric``     rubric refinement (generation, optional)
 =============  =================================================================
@@ -82,7 +83,14 @@ ANCHORS_FORMAT = (
     "and nothing else."
 )
 
+PHRASE_SYSTEM = (
+    "You help an assistant ask a user one short clarifying question about how they want an "
+    "answer written. Reply with the question only."
+)
+PHRASE_FORMAT = "Reply with one short question on one line, ending with '?', and nothing else."
+
 SYSTEM_ROLES = {
+    PHRASE_SYSTEM: "phrase",
     JUDGE_SYSTEM: "judge",
     GRADER_SYSTEM: "grader",
     ROUTER_SYSTEM: "router",

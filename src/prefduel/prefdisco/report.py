@@ -6,7 +6,9 @@ questions vs alignment, accuracy, discovery recall, as one JSON-ready ``dict``.
 ``report.md``, ``report.html`` (one self-contained page: inline CSS and SVG, no network) and
 ``figures/*.svg``. Everything is deterministic in the rows and the `ReportConfig`.
 
-Definitions (per model):
+Definitions (per model and discovery strategy: one entry per ``(model, strategy)`` whose
+discovery rows the folder holds, ``label`` the model for ``ask`` and ``model + interviewer``
+for the interviewer; baseline and oracle rows are the model's, shared by its strategies):
 
 * **PrefAlign** per condition: mean ± s.e. over scored episodes (1-5).
 * **NormAlign** = 100 (mean disc - mean base) / (mean oracle - mean base) over the instances
@@ -23,7 +25,10 @@ Definitions (per model):
   ``warn_dropped`` of a model's instances the headline warns.
 * **Cost**: calls, tokens and cost per condition (every call of the episode and its scoring,
   priced from its tokens, cached answers included); **ask phase**: why discovery stopped,
-  finish reasons per role, and how many user replies disclosed a hidden preference.
+  finish reasons per role, how many user replies disclosed a hidden preference, the share of
+  hidden preferences disclosed (a value, or a vague user's hint at it) and the **follow-up
+  change rate**: the share of discovery episodes whose second question changes topic when
+  the first reply is altered (`prefduel.prefdisco.follow_up`), with its n.
 * **Router**: the simulated user's router and its accuracy and misroute rate on the labelled
   questions (`prefduel.prefdisco.router_check`), from ``run.json``; **offline**: whether the
   models under test ran on the scripted backend (then the report tests the pipeline, not a
@@ -37,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from prefduel.prefdisco.config import CONDITIONS, ReportConfig
+from prefduel.prefdisco.config import CONDITIONS, STRATEGIES, ReportConfig
 from prefduel.prefdisco.errors import DatasetError
 from prefduel.prefdisco.metrics import mean_se, norm_align, norm_align_ci, trend
 from prefduel.prefdisco.report_render import (
@@ -284,36 +289,79 @@ def _ask_phase(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             finish[role].update(reasons)
     discovery = [r for r in rows if r["condition"] == "discovery"]
     replies = [list(t) for r in discovery for t in r.get("revealed") or []]
+    hidden = sum(len(r.get("weights") or {}) for r in discovery)
+    disclosed = sum(len(r.get("disclosed") or []) for r in discovery)
+    checks = [bool(r["follow_up"]["changed"]) for r in discovery if r.get("follow_up")]
     return {
         "stops": dict(sorted(stops.items())),
         "finish_reasons": {role: dict(sorted(c.items())) for role, c in sorted(finish.items())},
         "replies": len(replies),
         "revealing_replies": sum(1 for t in replies if t),
         "revealed": sum(len(t) for t in replies),
+        "hidden": hidden,
+        "disclosed": disclosed,
+        "disclosed_share": _r(disclosed / hidden) if hidden else None,
+        "follow_up": {
+            "n": len(checks),
+            "changed": sum(checks),
+            "rate": _r(sum(checks) / len(checks)) if checks else None,
+        },
     }
 
 
+def _strategy(row: Mapping[str, Any]) -> str:
+    """A discovery row's strategy (rows of older runs: ``ask``)."""
+    return str(row.get("strategy") or "ask")
+
+
+def _entries(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str | None, list[Any]]]:
+    """``(model, strategy, rows)`` per model and discovery strategy (in `STRATEGIES` order;
+    strategy None for a model without discovery rows); each entry holds the model's
+    baseline and oracle rows and the discovery rows of its strategy."""
+    out: list[tuple[str, str | None, list[Any]]] = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == model]
+        shared = [r for r in mine if r["condition"] != "discovery"]
+        found = {_strategy(r) for r in mine if r["condition"] == "discovery"}
+        strategies = [x for x in STRATEGIES if x in found] + sorted(found - set(STRATEGIES))
+        if not strategies:
+            out.append((model, None, shared))
+        for strategy in strategies:
+            disc = [r for r in mine if r["condition"] == "discovery" and _strategy(r) == strategy]
+            out.append((model, strategy, shared + disc))
+    return out
+
+
+def entry_label(model: str, strategy: str | None) -> str:
+    """How the report names a (model, strategy) entry: the model for ``ask`` (the paper's
+    discovery condition), ``model + strategy`` otherwise."""
+    return model if strategy in (None, "ask") else f"{model} + {strategy}"
+
+
 def _model_report(
-    model: str, mine: Sequence[Mapping[str, Any]], config: ReportConfig
+    model: str, strategy: str | None, mine: Sequence[Mapping[str, Any]], config: ReportConfig
 ) -> dict[str, Any]:
-    """The report of one model from its score rows."""
+    """The report of one (model, strategy) entry from its score rows."""
+    label = entry_label(model, strategy)
     instances = _instances(mine)
     complete = _complete(instances)
     triples = [
         (i["discovery"]["pref_align"], i["baseline"]["pref_align"], i["oracle"]["pref_align"])
         for i in complete
     ]
-    by_task = _grouped(complete, "source", config, model)
+    by_task = _grouped(complete, "source", config, label)
     defined = [g for g in by_task if g["norm_align"] is not None]
     base_acc = [r["correct"] for r in mine if r["condition"] == "baseline"]
     oracle_acc = [r["correct"] for r in mine if r["condition"] == "oracle"]
     return {
         "model": model,
+        "strategy": strategy,
+        "label": label,
         "conditions": _condition_table(mine),
-        "norm_align": _summary(triples, config, f"{model}|all"),
+        "norm_align": _summary(triples, config, f"{label}|all"),
         "by_task": by_task,
-        "by_domain": _grouped(complete, "domain", config, model),
-        "by_attribute": _by_attribute(instances, config, model),
+        "by_domain": _grouped(complete, "domain", config, label),
+        "by_attribute": _by_attribute(instances, config, label),
         "negative_task_share": (
             _r(sum(g["norm_align"] < 0 for g in defined) / len(defined)) if defined else None
         ),
@@ -351,15 +399,14 @@ def build_report(
         missing = needed - set(row)
         if missing:
             raise DatasetError(f"score row {i + 1} lacks {sorted(missing)}")
-    models = list(dict.fromkeys(r["model"] for r in rows))
     out: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "settings": dict(config.__dict__),
         "run": dict(run or {}),
         "models": [],
     }
-    for model in models:
-        out["models"].append(_model_report(model, [r for r in rows if r["model"] == model], config))
+    for model, strategy, mine in _entries(rows):
+        out["models"].append(_model_report(model, strategy, mine, config))
     pooled = [p for m in out["models"] for p in m["questions"]["points"]]
     t = trend([p["questions"] for p in pooled], [p["gain"] for p in pooled])
     out["questions_trend"] = {"n": t.n, "r": _r(t.r), "slope": _r(t.slope), "p": _r(t.p, 4)}
@@ -395,6 +442,7 @@ __all__ = [
     "REPORT_FORMAT",
     "build_document",
     "build_report",
+    "entry_label",
     "load_run",
     "norm_align_text",
     "render_html",

@@ -1,7 +1,9 @@
 """The PrefDisco report as one document: Markdown and one self-contained HTML page.
 
 `build_document` turns the report data (`prefduel.prefdisco.report.build_report`) into one
-`prefduel.core.document.Document`: a summary, then per model the per-condition table,
+`prefduel.core.document.Document`: a summary, the strategies compared (one row per model and
+discovery strategy: PrefAlign, NormAlign with n, questions, hidden preferences disclosed, stop
+reasons, follow-up change rate), then per model and strategy the per-condition table,
 NormAlign by task and by attribute, and questions asked vs alignment gain, each with its figure
 (`prefduel.prefdisco.report_figures`). `write_report` writes ``report.json`` (the data, as
 it is), ``report.md`` and ``report.html`` (the shared writers over the one document) and the
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from prefduel.core.document import (
+    NO_VALUE,
     Cell,
     Document,
     Figure,
@@ -144,6 +147,42 @@ def router_text(check: Mapping[str, Any]) -> str:
     )
 
 
+NO_QUESTIONS = "none (no discovery)"
+
+
+def label_of(model: Mapping[str, Any]) -> str:
+    """The name of a report entry (``model`` or ``model + interviewer``; older reports: the
+    model)."""
+    return str(model.get("label") or model["model"])
+
+
+def stops_text(model: Mapping[str, Any]) -> str:
+    """Why discovery stopped, counted (``max_turns 30, min_gain 6``)."""
+    stops = (model.get("ask_phase") or {}).get("stops") or {}
+    return ", ".join(f"{k} {v}" for k, v in stops.items()) or "none"
+
+
+def follow_up_text(model: Mapping[str, Any]) -> str:
+    """The follow-up change rate with its n (``61.1% of 36``), or why there is none."""
+    check = (model.get("ask_phase") or {}).get("follow_up") or {}
+    if not check.get("n"):
+        return "not measured"
+    return f"{share(check['rate'])} of {check['n']}"
+
+
+def strategy_line(model: Mapping[str, Any]) -> str:
+    """Questions, disclosure, stops and follow-up changes of one entry, in one line."""
+    ask = model.get("ask_phase") or {}
+    disc = next((c for c in model["conditions"] if c["condition"] == "discovery"), None)
+    questions = number(disc["questions"], 2) if disc else NO_QUESTIONS
+    return (
+        f"questions {questions} per episode; hidden preferences disclosed "
+        f"{share(ask.get('disclosed_share'))}; stopped: {stops_text(model)}; follow-up "
+        f"changes when the first reply is altered: {follow_up_text(model)}"
+    )
+
+
+
 def instances_text(model: Mapping[str, Any]) -> str:
     """How many instances NormAlign rests on, out of the model's instances."""
     n = model["norm_align"]["n"]
@@ -161,14 +200,14 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     for m in report["models"]:
         q = m["questions"]
         lines.append(
-            f"{m['model']}: NormAlign {norm_align_text(m['norm_align'])}; "
+            f"{label_of(m)}: NormAlign {norm_align_text(m['norm_align'])}; "
             f"{_negative_shares(m['negative_task_share'], q['negative_instance_share'])}; "
             f"{_trend_text(q['trend'])}; accuracy oracle - baseline "
             f"{share(m['accuracy_change'])}; scoring errors {m['error_count']}; "
             f"{instances_text(m)}."
         )
         if m.get("warning"):
-            lines.append(f"WARNING: {m['model']}: {m['warning']}.")
+            lines.append(f"WARNING: {label_of(m)}: {m['warning']}.")
     t = report["questions_trend"]
     cells = (
         f"Negative NormAlign in {share(report['negative_cell_share'])} of {report['cells']} "
@@ -243,9 +282,17 @@ def _usage_table(model: Mapping[str, Any]) -> Table:
     return _table([*columns, "cost", "cost / episode"], rows)
 
 
+_STOP_MEANING = {
+    "interviewer": "min_gain: the best expected gain fell below run.interviewer.min_gain; "
+    "exhausted: nothing left to ask; max_turns: the budget was spent",
+}
+_ASK_STOPS = "malformed: a reply that stayed neither a question nor READY"
+
+
 def _ask_phase_items(model: Mapping[str, Any]) -> Items:
     ask = model.get("ask_phase") or {}
-    stops = ", ".join(f"{k} {v}" for k, v in (ask.get("stops") or {}).items()) or "none"
+    stops = stops_text(model)
+    meaning = _STOP_MEANING.get(str(model.get("strategy")), _ASK_STOPS)
     finish = "; ".join(
         f"{role}: " + ", ".join(f"{k} {v}" for k, v in reasons.items())
         for role, reasons in (ask.get("finish_reasons") or {}).items()
@@ -254,13 +301,42 @@ def _ask_phase_items(model: Mapping[str, Any]) -> Items:
     revealing = ask.get("revealing_replies", 0)
     return Items(
         [
-            f"discovery stopped: {stops} (malformed: a reply that stayed neither a question "
-            "nor READY)",
+            f"discovery stopped: {stops} ({meaning})",
             f"finish reasons: {finish or 'not recorded'} (length: cut by the token limit)",
             f"user replies that disclosed a hidden preference: {revealing} of {replies}, "
-            f"{ask.get('revealed', 0)} disclosures",
+            f"{ask.get('revealed', 0)} disclosures; hidden preferences disclosed: "
+            f"{ask.get('disclosed', 0)} of {ask.get('hidden', 0)} "
+            f"({share(ask.get('disclosed_share'))})",
+            "follow-up changes when the first reply is altered (the second question's topic): "
+            f"{follow_up_text(model)}",
         ]
     )
+
+
+def _strategies_table(report: Mapping[str, Any]) -> Table:
+    """One row per model and strategy: the comparison the report is for."""
+    rows = []
+    for m in report["models"]:
+        means = {c["condition"]: c for c in m["conditions"]}
+        disc = means.get("discovery")
+        ask = m.get("ask_phase") or {}
+        rows.append(
+            [
+                label_of(m),
+                m["norm_align"]["n"],
+                *(number((means.get(c) or {}).get("pref_align"), 3) for c in _CONDITIONS),
+                _norm_align_cell(m["norm_align"]),
+                number(disc["questions"], 2) if disc else NO_VALUE,
+                share(ask.get("disclosed_share")),
+                stops_text(m),
+                follow_up_text(m),
+            ]
+        )
+    columns = ["model / strategy", "n", "baseline", "discovery", "oracle", "NormAlign"]
+    return _table([*columns, "questions", "disclosed", "stopped", "follow-up changes"], rows)
+
+
+_CONDITIONS = ("baseline", "discovery", "oracle")
 
 
 def _questions_table(model: Mapping[str, Any]) -> Table:
@@ -281,7 +357,7 @@ def _figure(svg: str, caption: str, name: str) -> list[Figure]:
 def _model_sections(
     model: Mapping[str, Any], slug: str, settings: Mapping[str, Any]
 ) -> list[Section]:
-    name = model["model"]
+    name = label_of(model)
     level = settings["level"]
     intervals = f"{level:.0%} bootstrap intervals" if settings["bootstrap"] else "no intervals"
     whiskers = f" with {level:.0%} interval whiskers" if settings["bootstrap"] else ""
@@ -356,7 +432,7 @@ def _slugs(names: Sequence[str]) -> list[str]:
 
 def _closing_sections(report: Mapping[str, Any]) -> list[Section]:
     sections = []
-    errors = [f"{m['model']}: {e}" for m in report["models"] for e in m["errors"]]
+    errors = [f"{label_of(m)}: {e}" for m in report["models"] for e in m["errors"]]
     if errors:
         blocks: list[Any] = [Items(errors[:ERRORS_SHOWN])]
         if len(errors) > ERRORS_SHOWN:
@@ -386,15 +462,29 @@ def build_document(report: Mapping[str, Any]) -> Document:
     models = report["models"]
     sections = [
         section
-        for model, slug in zip(models, _slugs([m["model"] for m in models]), strict=True)
+        for model, slug in zip(models, _slugs([label_of(m) for m in models]), strict=True)
         for section in _model_sections(model, slug, s)
     ]
+    compared = Section(
+        f"Strategies compared (simulated user: {report.get('user_style', 'cooperative')})",
+        [
+            _strategies_table(report),
+            Paragraph(
+                "n: instances scored in all three conditions. disclosed: hidden preferences "
+                "whose value a reply revealed or (a vague user) hinted at. follow-up changes: "
+                "share of discovery episodes whose second question is about something else "
+                "when the first reply is altered to another state of the attribute asked.",
+                "note",
+            ),
+        ],
+        id="strategies",
+    )
     intro: list[Any] = [Paragraph(lead, "lead")]
     if report.get("offline"):
         intro.append(Paragraph(OFFLINE_NOTE, "warn"))
     return Document(
         "PrefDisco report",
-        sections + _closing_sections(report),
+        [compared, *sections, *_closing_sections(report)],
         intro=[*intro, Items(summary_lines(report))],
     )
 
@@ -445,12 +535,16 @@ __all__ = [
     "FIGURES_DIR",
     "OFFLINE_NOTE",
     "build_document",
+    "follow_up_text",
     "instances_text",
+    "label_of",
     "norm_align_text",
     "render_html",
     "render_markdown",
     "router_text",
     "share",
+    "stops_text",
+    "strategy_line",
     "summary_lines",
     "write_report",
 ]

@@ -20,6 +20,8 @@ ScriptedBackend` (``handlers={role: fn(request) -> str}``) that read PrefDisco's
   (``judge_garbage``) to exercise the retries.
 * ``grader``: CORRECT if the reference answer appears in the response.
 * ``router``: the keyword router's ids as a JSON list (an occasional unparsable first reply).
+* ``phrase``: the interviewer's question in the taxonomy's words (the template question of the
+  aspect named in the prompt).
 * ``persona``, ``rubric``: a backstory from the profile; the draft rubric, lightly rewritten.
 
 Randomness comes from ``(role, model, messages)`` only (not the sample index or parameters), so
@@ -42,6 +44,7 @@ from prefduel.core.rng import stream
 from prefduel.llm.request import LLMRequest
 from prefduel.llm.scripted import Handler
 from prefduel.prefdisco import prompts
+from prefduel.prefdisco.interview_replies import scripted_phrase_handler
 from prefduel.prefdisco.matching import normalize_text
 from prefduel.prefdisco.tasks import Task
 from prefduel.prefdisco.taxonomy import Attribute, Taxonomy
@@ -321,6 +324,7 @@ class ScriptedWorld:
             "judge": self.judge,
             "grader": self.grader,
             "router": self.route,
+            "phrase": scripted_phrase_handler(self.taxonomy),
             "persona": self.persona,
             "rubric": self.rubric,
         }

@@ -3,7 +3,8 @@
 ::
 
     run.json           the settings every episode ran under (and their digest), the
-                       router check
+                       router check, the interviewer's prior (digest, disjointness)
+    interview-prior.json  the interviewer's learned prior (when the strategy runs)
     transcripts.jsonl  one line per episode (model x condition x instance)
     scores.jsonl       one line per scored episode
     llm-cache.sqlite   answers already paid for (the resume mechanism)
@@ -16,6 +17,7 @@ the end of a run, so the same config gives byte-identical files.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +27,19 @@ from prefduel.prefdisco import prompts
 from prefduel.prefdisco.clients import RoleClients
 from prefduel.prefdisco.config import RunConfig
 from prefduel.prefdisco.dataset import Dataset
-from prefduel.prefdisco.episodes import EpisodeKey
+from prefduel.prefdisco.episodes import EpisodeKey, settings_digest
 from prefduel.prefdisco.errors import DatasetError
+from prefduel.prefdisco.interview_prior import (
+    InterviewPrior,
+    check_disjoint,
+    learn_prior,
+    save_prior,
+)
+from prefduel.prefdisco.personas import load_persona_space
 from prefduel.prefdisco.store import read_json, read_jsonl, write_jsonl
 
 RUN_FORMAT = "prefduel/prefdisco-run/1"
+PRIOR_FILE = "interview-prior.json"
 
 #: Called after each finished episode with (done, total).
 Progress = Callable[[int, int], None]
@@ -85,6 +95,8 @@ def episode_settings(
         "taxonomy": dataset.taxonomy.digest,
         "max_turns": settings.max_turns,
         "ask_attempts": settings.ask_attempts,
+        "follow_up_check": settings.follow_up_check,
+        "interviewer": _plain(settings.interviewer),
         "user_style": settings.user_style,
         "router": router,
         "router_model": settings.router_model_name if router == "llm" else None,
@@ -106,14 +118,79 @@ def episode_settings(
     }
 
 
+def _plain(obj: Any) -> Any:
+    """A config dataclass as a JSON-ready ``dict``."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    return list(obj) if isinstance(obj, tuple) else obj
+
+
 def episode_keys(dataset: Dataset, settings: RunConfig) -> list[EpisodeKey]:
-    """Every episode, in canonical order: model, instance (file order), condition."""
+    """Every episode, in canonical order: model, instance (file order), condition, and for
+    discovery each strategy of ``settings.strategies``."""
     return [
-        EpisodeKey(model, condition, persona_id, task_id)
+        EpisodeKey(model, condition, persona_id, task_id, strategy)
         for model in settings.models
         for persona_id, task_id in dataset.profiles
         for condition in settings.conditions
+        for strategy in (settings.strategies if condition == "discovery" else ("ask",))
     ]
+
+
+def uses_interviewer(settings: RunConfig) -> bool:
+    """Whether the run has interviewer episodes."""
+    return "interviewer" in settings.strategies and "discovery" in settings.conditions
+
+
+def interview_prior(
+    dataset: Dataset, settings: RunConfig, out: Path
+) -> tuple[InterviewPrior | None, dict[str, Any] | None]:
+    """Learn the interviewer's prior (when the run has interviewer episodes) with the
+    dataset's sparsity and persona space, check that none of its training personas is an
+    evaluation persona, and save it as ``PRIOR_FILE``.
+
+    Returns:
+        The prior and its record for ``run.json`` (without the interviewer: None and the
+        folder's earlier record, if any).
+
+    Raises:
+        DatasetError: The training personas overlap the evaluation ones, or the folder's
+            interviewer episodes were made with another prior.
+    """
+    if not uses_interviewer(settings):
+        return None, _stored_prior(out)
+    generate = dataset.config.generate
+    prior = learn_prior(
+        dataset.taxonomy,
+        settings.interviewer.prior,
+        sparsity=generate.sparsity,
+        space=load_persona_space(generate.persona_space),
+    )
+    checked = check_disjoint(prior, list(dataset.personas.values()))
+    record = {
+        "file": PRIOR_FILE,
+        "digest": settings_digest(prior.to_json()),
+        "seed": prior.training.seed,
+        "training_personas": len(prior.training.persona_fingerprints),
+        "evaluation_personas_checked_disjoint": checked,
+    }
+    old = _stored_prior(out)
+    if old is not None and old.get("digest") != record["digest"]:
+        raise DatasetError(
+            f"{out} holds interviewer episodes made with another prior (digest "
+            f"{old.get('digest')}, now {record['digest']}); use another run folder (--out)"
+        )
+    save_prior(out / PRIOR_FILE, prior)
+    return prior, record
+
+
+def _stored_prior(out: Path) -> dict[str, Any] | None:
+    path = out / "run.json"
+    if not path.exists():
+        return None
+    stored = read_json(path, what="run settings")
+    record = stored.get("interviewer_prior") if isinstance(stored, dict) else None
+    return dict(record) if isinstance(record, Mapping) else None
 
 
 def backends_of(clients: RoleClients) -> dict[str, str]:
@@ -192,6 +269,7 @@ def calls_line(stats: Mapping[str, Any]) -> str:
 
 
 __all__ = [
+    "PRIOR_FILE",
     "RUN_FORMAT",
     "Progress",
     "RunSummary",
@@ -200,7 +278,9 @@ __all__ = [
     "check_run_folder",
     "episode_keys",
     "episode_settings",
+    "interview_prior",
     "money",
     "read_rows",
+    "uses_interviewer",
     "write_rows",
 ]
