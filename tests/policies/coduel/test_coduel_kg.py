@@ -133,6 +133,8 @@ def test_pair_kg_passes_check_policy():
 
 
 def test_pair_kg_asks_the_lookahead_for_the_decision_value(monkeypatch):
+    """``pair=kg`` (the default since issue 18's settling on dev) asks for the decision value,
+    ``pair=lookahead`` (the rule before it) for the updated one."""
     seen = []
     original = pair_rule.lookahead_pair
 
@@ -142,7 +144,11 @@ def test_pair_kg_asks_the_lookahead_for_the_decision_value(monkeypatch):
 
     monkeypatch.setattr("prefduel.policies.coduel.policy.lookahead_pair", spy)
     world = _cut(get_world("dev", 0), 14)
-    cases = (("coduel:pair=kg,nmin=2,z=0", "decision"), ("coduel:nmin=2,z=0", "updated"))
+    cases = (
+        ("coduel:nmin=2,z=0", "decision"),
+        ("coduel:pair=kg,nmin=2,z=0", "decision"),
+        ("coduel:pair=lookahead,nmin=2,z=0", "updated"),
+    )
     for spec, value in cases:
         seen.clear()
         policy = load_policy(spec)

@@ -285,6 +285,7 @@ def test_transfer_uses_the_lookahead_over_a_bank_of_recent_questions(world):
                 feats,
                 apply_recalibration(np.stack(recent[-5:]), pol.matrix),
                 remaining,
+                "decision",  # pair=kg, the default
             )
             log["lookahead"] += 1
             log["differs"] += set(expected) != set(greedy)

@@ -26,10 +26,13 @@ Two values of the best persona in ``G`` (``value``):
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from prefduel.core.btl import pairs_of
-from prefduel.policies.coduel.belief import laplace_step_batch
+from prefduel.policies.coduel import kernels
+from prefduel.policies.coduel.belief import _PROBIT, _sigmoid, solve_step
 
 
 def greedy_pair(mean_utilities: np.ndarray) -> tuple[int, int]:
@@ -57,10 +60,20 @@ def greedy_regret(weights: np.ndarray, utilities: np.ndarray) -> np.ndarray:
 LOOKAHEAD_VALUES = ("updated", "decision")
 
 
+@functools.cache
+def _pairs(k: int) -> np.ndarray:
+    """`pairs_of` ``k``, contiguous and computed once per ``k``."""
+    return np.ascontiguousarray(pairs_of(k))
+
+
 def _outcome_beliefs(
     weights: np.ndarray, mu: np.ndarray, sigma: np.ndarray, z: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Beliefs after each outcome of each pair's click.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Beliefs after each outcome of each pair's click, in factored form.
+
+    Both outcomes of a (component, pair) share ``Sigma_c z_p``, ``z_p . mu_c`` and
+    ``z_p . Sigma_c z_p``; only the scalar step differs, so the updated means are
+    ``mu_c + alpha[y, c, p] Sigma_c z_p`` and are never formed here.
 
     Args:
         weights: ``(C,)`` normalized component weights.
@@ -68,22 +81,26 @@ def _outcome_beliefs(
         z: ``(P, d)`` click features of the pairs.
 
     Returns:
-        ``(p_y (2, P), new_w (2, P, C), new_mu (2*P*C, d))``: outcome probabilities (row 0:
-        the first item wins), component weights and means after each outcome.
+        ``(p_y (2, P), new_w (2, C, P), alpha (2, C, P), sz (C, d, P))``: outcome
+        probabilities (row 0: the first item wins), component weights after each outcome,
+        the scalar steps and the directions ``Sigma_c z_p``.
     """
-    n_comp = mu.shape[0]
-    n_pairs = z.shape[0]
-    # both outcomes of every (pair, component) in one batch: rows [y=1 ..., y=0 ...]
-    z_b = np.tile(np.repeat(z, n_comp, axis=0), (2, 1))  # (2*P*C, d)
-    mu_b = np.tile(mu, (2 * n_pairs, 1))
-    sigma_b = np.tile(sigma, (2 * n_pairs, 1, 1))
-    y_b = np.repeat([1.0, 0.0], n_pairs * n_comp)
-    new_mu, _, pf = laplace_step_batch(mu_b, sigma_b, z_b, y_b, with_sigma=False)
-    p_first = pf[: n_pairs * n_comp].reshape(n_pairs, n_comp)
-    joint = weights * np.stack([p_first, 1.0 - p_first])  # (2, P, C): P(y, c | pair)
-    p_y = joint.sum(axis=2)  # (2, P)
-    new_w = joint / np.maximum(p_y[..., None], 1e-300)
-    return p_y, new_w, new_mu
+    sz = sigma @ z.T  # (C, d, P)
+    m = mu @ z.T  # (C, P)
+    s = np.einsum("cdp,pd->cp", sz, z)
+    p_first = _sigmoid(m / np.sqrt(1.0 + _PROBIT * s))
+    y = np.empty((2, *m.shape))
+    y[0], y[1] = 1.0, 0.0
+    alpha = solve_step(
+        np.broadcast_to(m, y.shape),
+        np.broadcast_to(s, y.shape),
+        y,
+        np.broadcast_to(p_first, y.shape),
+    )
+    joint = np.stack([p_first, 1.0 - p_first]) * weights[:, None]  # (2, C, P): P(y, c | pair)
+    p_y = joint.sum(axis=1)  # (2, P)
+    new_w = joint / np.maximum(p_y[:, None], 1e-300)
+    return p_y, new_w, alpha, sz
 
 
 def lookahead_pair(
@@ -94,6 +111,8 @@ def lookahead_pair(
     bank: np.ndarray,
     remaining: int,
     value: str = "updated",
+    *,
+    compiled: bool | None = None,
 ) -> tuple[tuple[int, int], np.ndarray]:
     """Knowledge-gradient pair choice.
 
@@ -106,6 +125,8 @@ def lookahead_pair(
         value: Value of the best persona after a click: ``"updated"`` (each component's
             updated mean) or ``"decision"`` (the current belief's, the same for every pair);
             see the module docstring.
+        compiled: Use the compiled kernel (`prefduel.policies.coduel.kernels`); None: when
+            numba is installed. Both give the same values to rounding.
 
     Returns:
         The chosen pair (higher mixture-mean utility first) and the ``(n_pairs,)`` values.
@@ -115,6 +136,38 @@ def lookahead_pair(
     """
     if value not in LOOKAHEAD_VALUES:
         raise ValueError(f"value must be one of {', '.join(LOOKAHEAD_VALUES)}, got {value!r}")
+    pairs = _pairs(phi.shape[0])
+    if kernels.ENABLED if compiled is None else compiled:
+        values = kernels.lookahead_values(
+            np.ascontiguousarray(weights, dtype=float),
+            np.ascontiguousarray(mu, dtype=float),
+            np.ascontiguousarray(sigma, dtype=float),
+            np.ascontiguousarray(phi, dtype=float),
+            np.ascontiguousarray(bank, dtype=float),
+            pairs,
+            float(remaining),
+            value == "updated",
+        )
+    else:
+        values = _lookahead_values(weights, mu, sigma, phi, bank, remaining, value)
+    chosen = pairs[int(np.argmin(values))]
+    mean_now = weights @ (mu @ phi.T)
+    i, j = (int(chosen[0]), int(chosen[1]))
+    if mean_now[j] > mean_now[i]:
+        i, j = j, i
+    return (i, j), values
+
+
+def _lookahead_values(
+    weights: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    phi: np.ndarray,
+    bank: np.ndarray,
+    remaining: int,
+    value: str,
+) -> np.ndarray:
+    """The ``(n_pairs,)`` values of `lookahead_pair` in numpy."""
     k = phi.shape[0]
     n_comp, d = mu.shape
     pairs = pairs_of(k)
@@ -124,24 +177,24 @@ def lookahead_pair(
         2.0 * u_now.max(axis=1, keepdims=True) - u_now[:, pairs[:, 0]] - u_now[:, pairs[:, 1]]
     )
     z = phi[pairs[:, 0]] - phi[pairs[:, 1]]  # (P, d)
-    p_y, new_w, new_mu = _outcome_beliefs(weights, mu, sigma, z)
+    p_y, new_w, alpha, sz = _outcome_beliefs(weights, mu, sigma, z)
     n_bank = bank.shape[0]
-    # one matrix product for the utilities of every outcome, pair, component and bank question;
     # personas before questions, so the max over personas runs over whole rows (fast in numpy)
     bank_kq = bank.transpose(1, 0, 2).reshape(k * n_bank, d)
+    u_bank = mu @ bank_kq.T  # (C, K*Q): utilities under the current means
+    shift = sz.transpose(0, 2, 1) @ bank_kq.T  # (C, P, K*Q): per unit of alpha
     if value == "updated":
-        util = (new_mu @ bank_kq.T).reshape(2, n_pairs, n_comp, k, n_bank)
-        best = np.einsum("ypc,ypcq->ypq", new_w, util.max(axis=3))
+        util = u_bank[None, :, None] + alpha[..., None] * shift[None]  # (2, C, P, K*Q)
+        top = util.reshape(2, n_comp, n_pairs, k, n_bank).max(axis=3)
+        best = np.einsum("ycp,ycpq->ypq", new_w, top)
     else:  # one value for every pair and outcome: the current belief's
-        best = weights @ (mu @ bank_kq.T).reshape(n_comp, k, n_bank).max(axis=1)  # (Q,)
-    mean_mu = np.einsum("ypc,ypcd->ypd", new_w, new_mu.reshape(2, n_pairs, n_comp, d))
-    mean_u = (mean_mu @ bank_kq.T).reshape(2, n_pairs, k, n_bank)
+        best = weights @ u_bank.reshape(n_comp, k, n_bank).max(axis=1)  # (Q,)
+    # mixture-mean utilities after each outcome: sum_c w'_c (u_c + alpha_c shift_c)
+    mean_u = new_w.transpose(0, 2, 1) @ u_bank + (
+        (new_w * alpha).transpose(2, 0, 1) @ shift.transpose(1, 0, 2)
+    ).transpose(1, 0, 2)
+    mean_u = mean_u.reshape(2, n_pairs, k, n_bank)
     top2 = -np.partition(-mean_u, 1, axis=2)[:, :, :2].sum(axis=2)
     future = (p_y * (2.0 * best - top2).mean(axis=-1)).sum(axis=0)  # (P,)
     values = regret_now + remaining * future
-    chosen = pairs[int(np.argmin(values))]
-    mean_u = weights @ u_now
-    i, j = (int(chosen[0]), int(chosen[1]))
-    if mean_u[j] > mean_u[i]:
-        i, j = j, i
-    return (i, j), values
+    return values

@@ -36,7 +36,9 @@ from typing import Any
 import numpy as np
 
 from prefduel.policies.base import Policy
+from prefduel.policies.coduel import kernels
 from prefduel.policies.coduel.belief import MixtureBelief, laplace_step_batch
+from prefduel.policies.coduel.incremental import IncrementalEM
 from prefduel.policies.coduel.pair_rule import greedy_pair, lookahead_pair
 from prefduel.policies.coduel.population import Population, component_posteriors
 from prefduel.policies.coduel.recal import apply_recalibration, fit_recalibration
@@ -133,7 +135,7 @@ class CODuel(Policy):
         self,
         population: Any = "on",
         recal: Any = "on",
-        pair: str = "lookahead",
+        pair: str = "kg",
         gate: Any = "on",
         alpha: float = 20.0,
         components: int = 16,
@@ -150,6 +152,10 @@ class CODuel(Policy):
         birth_margin: float = 0.0,
         split: Any = "off",
         split_every: int = 10,
+        em: str = "incremental",
+        em_chunk: int = 50,
+        recal_growth: float = 0.1,
+        recal_window: int = 1000,
     ) -> None:
         self.population = _switch("population", population)
         self.recal = _switch("recal", recal)
@@ -172,6 +178,10 @@ class CODuel(Policy):
         self.birth_margin = float(_positive("birth_margin", birth_margin, allow_zero=True))
         self.split = _switch("split", split)
         self.split_every = _positive("split_every", split_every, integer=True)
+        self.em = _choice("em", em, ("incremental", "full"))
+        self.em_chunk = _positive("em_chunk", em_chunk, integer=True, allow_zero=True)
+        self.recal_growth = float(_positive("recal_growth", recal_growth, allow_zero=True))
+        self.recal_window = _positive("recal_window", recal_window, integer=True)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -196,10 +206,16 @@ class CODuel(Policy):
         self.log_first: list[np.ndarray] = []
         self.log_second: list[np.ndarray] = []
         self.log_y: list[np.ndarray] = []
-        self.lam = np.zeros((0, self.d, self.d))
-        self.h = np.zeros((0, self.d))
-        self.llr: list[float] = []
+        self._lam = np.zeros((0, self.d, self.d))  # summaries, capacity doubling
+        self._h = np.zeros((0, self.d))
+        self._held: list[np.ndarray] = []  # raw-feature isotropic posterior means, cached
+        self.llr = []
+        self.em_state = IncrementalEM(self.pop, self.em_chunk) if self.em == "incremental" else None
+        self.next_refit = self.recal_first
+        self.full_passes: list[int] = []  # sessions after which every user was revisited
         self.recent: list[np.ndarray] = []  # raw features of recent questions
+        self._bank_buf = np.zeros((2 * self.bank, self.K, self.d))
+        self._bank_start = self._bank_len = 0
         self.gate_open = False
         self.n_sessions = 0
         self.transfer_rounds = 0
@@ -225,9 +241,7 @@ class CODuel(Policy):
             weights = self.belief.weights
             lookahead = self.pair != "greedy" and remaining > 0 and bool(self.recent)
             if lookahead and weights.max() < 0.999:
-                bank = np.stack(self.recent[-self.bank :])
-                if self.layout_ok:
-                    bank = apply_recalibration(bank, self.matrix)
+                bank = self._bank_buf[self._bank_start : self._bank_start + self._bank_len]
                 keep = weights > 1e-4
                 w = weights[keep] / weights[keep].sum()
                 value = "decision" if self.pair == "kg" else "updated"
@@ -245,7 +259,30 @@ class CODuel(Policy):
         self.recent.append(np.array(Phi, dtype=float))
         if len(self.recent) > self.bank:
             self.recent.pop(0)
+        self._bank_append(phi)
         return pair
+
+    def _bank_append(self, phi: np.ndarray) -> None:
+        """Keep the lookahead's bank (the last ``bank`` questions, as the learners see them)
+        contiguous in a buffer twice its size, so that no round stacks it anew."""
+        buf, start, size = self._bank_buf, self._bank_start, self._bank_len
+        if start + size == buf.shape[0]:  # full to the end: move the window to the front
+            buf[:size] = buf[start : start + size]
+            start = self._bank_start = 0
+        buf[start + size] = phi
+        if size < self.bank:
+            self._bank_len += 1
+        else:
+            self._bank_start += 1
+
+    def _rebuild_bank(self) -> None:
+        """The bank under the current A (after a recalibration refit)."""
+        self._bank_start = 0
+        self._bank_len = len(self.recent)
+        if self.recent:
+            self._bank_buf[: self._bank_len] = apply_recalibration(
+                np.stack(self.recent), self.matrix
+            )
 
     def update(self, outcome: int) -> None:
         if self._last is None:
@@ -253,7 +290,11 @@ class CODuel(Policy):
         i, j, z = self._last
         y = int(outcome)
         p_pop = self.belief.observe(z, y)
-        p_solo = self.solo.observe(z, y)
+        if kernels.ENABLED:  # the same update as LaplaceBelief.observe, compiled
+            p_first = kernels.laplace_one(self.solo.mu, self.solo.sigma, z, float(y))
+            p_solo = p_first if y == 1 else 1.0 - p_first
+        else:
+            p_solo = self.solo.observe(z, y)
         self.session_llr += math.log(max(p_pop, 1e-300)) - math.log(max(p_solo, 1e-300))
         self.s_first.append(i)
         self.s_second.append(j)
@@ -263,7 +304,7 @@ class CODuel(Policy):
 
     def end_student(self) -> None:
         self.n_sessions += 1
-        self.llr.append(self.session_llr)
+        self._add_llr(self.session_llr)
         rounds = len(self.s_y)
         pad = self.S - rounds
         g = np.zeros((self.S, self.K))
@@ -278,26 +319,85 @@ class CODuel(Policy):
         self.log_first.append(np.r_[self.s_first, np.zeros(max(pad, 0), int)].astype(int))
         self.log_second.append(np.r_[self.s_second, np.ones(max(pad, 0), int)].astype(int))
         self.log_y.append(np.r_[self.s_y, -np.ones(max(pad, 0), int)].astype(int))
-        refit = (
-            self.recal
-            and self.layout_ok
-            and self.n_sessions >= self.recal_first
-            and (self.n_sessions - self.recal_first) % self.recal_every == 0
-        )
-        if refit:
+        refit = self.n_sessions == self.next_refit
+        if refit:  # the schedule's gaps grow with n: recal_every, then recal_growth x n
+            gap = max(self.recal_every, math.ceil(self.recal_growth * self.n_sessions))
+            self.next_refit += gap
+        recal = refit and self.recal and self.layout_ok
+        if recal:
             self._refit_recalibration()
+            self._rebuild_bank()
         if self.population:
-            if refit:  # every user's summary changes with the features
-                self.lam, self.h, _ = self._summaries(range(self.n_sessions))
-            else:
-                # the no-transfer learner made the same Laplace pass from the same isotropic
-                # prior over this session's clicks (same features: A did not change during it)
-                lam, h = self._solo_summary()
-                self.lam = np.concatenate([self.lam, lam[None]])
-                self.h = np.concatenate([self.h, h[None]])
-            iters = max(self.em_iters, 10) if refit else self.em_iters
-            self.pop.add_session(self.lam[-1], self.h[-1], self.lam, self.h, iters)
+            self._learn_population(recal, refit)
         self.gate_open = self._gate()
+
+    def _learn_population(self, recal: bool, refit: bool) -> None:
+        """Add the session that just ended to the summaries and refit the population: by
+        the full refit of `Population.add_session` (``em=full``) or incremental EM with a
+        full pass at each point of the refit schedule (``em=incremental``)."""
+        n = self.n_sessions
+        if recal:  # every user's summary changes with the features
+            lam, h, _ = self._summaries(range(n))
+            self._grow(n)
+            self._lam[:n], self._h[:n] = lam, h
+        else:
+            # the no-transfer learner made the same Laplace pass from the same isotropic
+            # prior over this session's clicks (same features: A did not change during it)
+            lam, h = self._solo_summary()
+            self._grow(n)
+            self._lam[n - 1], self._h[n - 1] = lam, h
+        iters = max(self.em_iters, 10) if recal else self.em_iters
+        if self.em_state is None:
+            self.pop.add_session(self.lam[-1], self.h[-1], self.lam, self.h, iters)
+            return
+        self.em_state.add_session(self.lam, self.h)
+        if refit:
+            self.em_state.full_pass(self.lam, self.h, iters)
+            self.full_passes.append(n)
+        if self.split and n % self.split_every == 0 and self.pop.try_split(self.lam, self.h):
+            self.em_state = IncrementalEM(self.pop, self.em_chunk)  # new components
+            self.em_state.full_pass(self.lam, self.h, 1)
+
+    @property
+    def lam(self) -> np.ndarray:
+        """Likelihood precisions of the completed users ``(n, d, d)`` (a view)."""
+        return self._lam[: self.n_sessions]
+
+    @property
+    def h(self) -> np.ndarray:
+        """Likelihood information vectors of the completed users ``(n, d)`` (a view)."""
+        return self._h[: self.n_sessions]
+
+    @property
+    def llr(self) -> list[float]:
+        """Per completed session, the log-likelihood ratio of the population learner's click
+        predictions over the no-transfer learner's (the gate's evidence)."""
+        return self._llr
+
+    @llr.setter
+    def llr(self, values: list[float]) -> None:
+        self._llr = list(values)
+        arr = np.asarray(self._llr, dtype=float)
+        # running sums for the gate: n, sum and sum of squared deviations (Welford)
+        self._llr_n = arr.size
+        self._llr_mean = float(arr.mean()) if arr.size else 0.0
+        self._llr_m2 = float(((arr - self._llr_mean) ** 2).sum()) if arr.size else 0.0
+
+    def _add_llr(self, value: float) -> None:
+        self._llr.append(value)
+        self._llr_n += 1
+        delta = value - self._llr_mean
+        self._llr_mean += delta / self._llr_n
+        self._llr_m2 += delta * (value - self._llr_mean)
+
+    def _grow(self, n: int) -> None:
+        """Room for ``n`` summaries (capacity doubles: appends cost O(1) amortized)."""
+        cap = self._lam.shape[0]
+        if n > cap:
+            new = max(n, 2 * cap, 64)
+            lam, h = np.zeros((new, self.d, self.d)), np.zeros((new, self.d))
+            lam[:cap], h[:cap] = self._lam, self._h
+            self._lam, self._h = lam, h
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -332,7 +432,8 @@ class CODuel(Policy):
         return likelihood_summaries(z, y, self.prior_var)
 
     def _refit_recalibration(self) -> None:
-        """Refit A from the raw rater scores (never composed with the previous A).
+        """Refit A from the raw rater scores (never composed with the previous A), on the
+        clicks of the last ``recal_window`` completed users.
 
         Users are held at their posterior means (see `_held_thetas`). Posterior means are
         shrunk toward zero, which the fit would otherwise undo by inflating A; with
@@ -340,7 +441,7 @@ class CODuel(Policy):
         over the logged questions: recalibration changes how the rater's scores are weighed
         across personas, and each user's own weight on g keeps the scale.
         """
-        users = range(self.n_sessions)
+        users = self._window()
         theta = self._held_thetas()
         g = np.concatenate([self.log_g[u] for u in users])
         first = np.concatenate([self.log_first[u] for u in users])
@@ -364,20 +465,28 @@ class CODuel(Policy):
             matrix = matrix * (raw_sd / new_sd)
         self.matrix = matrix
 
+    def _window(self) -> range:
+        """The completed users whose clicks the recalibration is fitted on."""
+        return range(max(0, self.n_sessions - self.recal_window), self.n_sessions)
+
     def _held_thetas(self) -> np.ndarray:
-        """Completed users' posterior means ``(n, d)`` held fixed while A is fitted.
+        """Posterior means ``(n, d)`` of the users of `_window`, held fixed while A is fitted.
 
         ``recal_prior=isotropic``: under the isotropic prior and the raw features, so each refit
-        starts from the same footing. ``population``: under the population's mixture prior and
-        the current features (those the population was fitted under), the mixture of the
-        component posteriors' means weighted by each user's responsibilities.
+        starts from the same footing (a user's never changes: computed once, for the users
+        completed since the last refit, in one batch). ``population``: under the population's
+        mixture prior and the current features (those the population was fitted under), the
+        mixture of the component posteriors' means weighted by each user's responsibilities.
         """
-        users = range(self.n_sessions)
+        users = self._window()
         if self.recal_prior == "isotropic":
-            current, self.matrix = self.matrix, None
-            _, _, theta = self._summaries(users)
-            self.matrix = current
-            return theta
+            done = len(self._held)
+            if done < self.n_sessions:
+                current, self.matrix = self.matrix, None
+                _, _, theta = self._summaries(range(done, self.n_sessions))
+                self.matrix = current
+                self._held.extend(theta)
+            return np.stack(self._held[users.start : users.stop])
         lam, h, _ = self._summaries(users)
         m, _, loglik = component_posteriors(lam, h, self.pop.mu, self.pop.cov)
         logr = loglik + np.log(np.maximum(self.pop.weights(), 1e-300))
@@ -390,9 +499,8 @@ class CODuel(Policy):
             return False
         if not self.gate:
             return True
-        n = len(self.llr)
+        n = self._llr_n
         if n < max(self.nmin, 2):
             return False
-        llr = np.asarray(self.llr)
-        se = llr.std(ddof=1) / math.sqrt(n)
-        return bool(llr.mean() > self.z * se)
+        se = math.sqrt(self._llr_m2 / (n - 1)) / math.sqrt(n)
+        return bool(self._llr_mean > self.z * se)

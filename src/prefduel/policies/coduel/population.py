@@ -167,6 +167,7 @@ class Population:
     counts: np.ndarray = field(init=False)
     born: list[int] = field(init=False)
     splits: list[int] = field(init=False)
+    kept: list[int] = field(init=False, default_factory=list)
     n_sessions: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
@@ -209,23 +210,30 @@ class Population:
             True if a component was born.
         """
         self.n_sessions += 1
-        born = False
-        m, post_cov, loglik = component_posteriors(lam[None], h[None], self.mu, self.cov)
-        best_learned = loglik[0, 1:].max(initial=-np.inf)
-        if self.n_learned < self.max_components and (
-            loglik[0, 0] >= best_learned - self.birth_margin
-        ):
-            mu_new, cov_new = self._project(m[0, 0], post_cov[0, 0])
-            self.mu = np.vstack([self.mu, mu_new[None]])
-            self.cov = np.concatenate([self.cov, cov_new[None]])
-            self.counts = np.r_[self.counts, 1.0]
-            self.born.append(self.n_sessions)
-            born = True
+        born = self.birth(lam, h)
         self.fit(all_lam, all_h, em_iters)
         if self.split_every and self.n_sessions % self.split_every == 0:
             if self.try_split(all_lam, all_h):
                 self.fit(all_lam, all_h, 1)
         return born
+
+    def birth(self, lam: np.ndarray, h: np.ndarray) -> bool:
+        """Found a component from a session that just ended (``n_sessions`` already counts
+        it) if the isotropic prior explains it within ``birth_margin`` nats of every learned
+        component; its mean and covariance are the session's posterior under the isotropic
+        prior. Returns True if a component was born."""
+        m, post_cov, loglik = component_posteriors(lam[None], h[None], self.mu, self.cov)
+        best_learned = loglik[0, 1:].max(initial=-np.inf)
+        if self.n_learned >= self.max_components or (
+            loglik[0, 0] < best_learned - self.birth_margin
+        ):
+            return False
+        mu_new, cov_new = self._project(m[0, 0], post_cov[0, 0])
+        self.mu = np.vstack([self.mu, mu_new[None]])
+        self.cov = np.concatenate([self.cov, cov_new[None]])
+        self.counts = np.r_[self.counts, 1.0]
+        self.born.append(self.n_sessions)
+        return True
 
     def fit(self, lam: np.ndarray, h: np.ndarray, iters: int) -> None:
         """Warm-started EM over summaries ``lam (n, d, d)``, ``h (n, d)``, with deaths after
@@ -283,8 +291,8 @@ class Population:
         root_w = np.sqrt(resp)
         dev = (root_w[..., None] * (m - mean)).transpose(1, 0, 2)  # (C', n, d)
         # sum_n r_n post_cov_n = sum_n r_n L_n^-T L_n^-1 as one product per component
-        root = (root_w[..., None, None] * chol_inv).transpose(1, 0, 2, 3).reshape(
-            resp.shape[1], -1, d
+        root = (
+            (root_w[..., None, None] * chol_inv).transpose(1, 0, 2, 3).reshape(resp.shape[1], -1, d)
         )
         scatter = dev.transpose(0, 2, 1) @ dev + root.transpose(0, 2, 1) @ root  # (C', d, d)
         out_mean, out_cov = np.zeros_like(mean), np.zeros_like(scatter)
@@ -341,10 +349,13 @@ class Population:
                 continue
             keep = [i for i in range(self.mu.shape[0]) if i != c]
             child_loglik = component_evidence(lam, h, children[0], children[1])[0]
-            gain = self._total_loglik(
-                np.concatenate([loglik[:, keep], child_loglik], axis=1),
-                np.r_[counts[keep], children[2]],
-            ) - base
+            gain = (
+                self._total_loglik(
+                    np.concatenate([loglik[:, keep], child_loglik], axis=1),
+                    np.r_[counts[keep], children[2]],
+                )
+                - base
+            )
             if gain > best_gain:
                 best_gain, best = gain, (keep, children)
         if best is None:
@@ -401,7 +412,8 @@ class Population:
         return mu2, cov2, counts2
 
     def _deaths(self) -> bool:
-        """Remove weakly supported learned components; True if any was removed."""
+        """Remove weakly supported learned components; True if any was removed (the indices
+        of the components kept are then in ``kept``)."""
         keep = [0] + [
             c
             for c in range(1, self.mu.shape[0])
@@ -410,5 +422,6 @@ class Population:
         if len(keep) < self.mu.shape[0]:
             self.mu, self.cov, self.counts = self.mu[keep], self.cov[keep], self.counts[keep]
             self.born = [self.born[c] for c in keep]
+            self.kept = keep
             return True
         return False

@@ -86,5 +86,5 @@ def apply_recalibration(phi: np.ndarray, matrix: np.ndarray | None) -> np.ndarra
     if matrix is None:
         return phi
     out = np.array(phi, dtype=float)
-    out[..., -1] = np.einsum("pq,...q->...p", matrix, phi[..., -1])
+    out[..., -1] = phi[..., -1] @ matrix.T
     return out
