@@ -57,7 +57,7 @@ def test_a_second_writer_on_the_same_results_file_is_refused(toy_world, tmp_path
     assert out.read_text() == ""
     # once the other writer is done, the run goes ahead
     assert main(["run", "--worlds", toy_world, *RUN, "--out", str(out)]) == 0
-    assert len(out.read_text().splitlines()) == 2 + 2 * 7  # 2 seeds x (1 policy + 7 references)
+    assert len(out.read_text().splitlines()) == 2 + 2 * 9  # 2 seeds x (1 policy + 9 references)
 
 
 def test_out_naming_a_directory_is_one_named_error(toy_world, tmp_path, capsys):

@@ -86,7 +86,7 @@ def test_warnings_go_to_stderr(toy, tmp_path, capsys):
     path = write_rows(tmp_path / "r.jsonl", rows, tail='{"kind":')
     assert main(["report", str(path), "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
-    assert f"prefduel: warning: results file {path}: the last line (line 31)" in err
+    assert f"prefduel: warning: results file {path}: the last line (line 37)" in err
     assert "prefduel: warning: rows come from 2 package versions: 0.0.1 (1 rows)" in err
     assert "warning(s) above; the report shows them too" in err
 

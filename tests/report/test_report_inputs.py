@@ -241,7 +241,7 @@ def test_policy_filter_keeps_the_competitor_for_the_gains(tmp_path, toy):
     assert report.policies == ["pooled"]
     assert [g["policy"] for g in report.gains] == ["pooled"]
     assert "random" not in {e["policy"] for e in report.leaderboard}
-    assert len([e for e in report.leaderboard if e["kind"] == "reference"]) == 7
+    assert len([e for e in report.leaderboard if e["kind"] == "reference"]) == 9
 
 
 def test_bad_window(tmp_path, toy):

@@ -3,23 +3,32 @@
 Rows share the keys of policy rows (see `prefduel.runner.cell.run_cell`) with
 ``"kind": "reference"``:
 
-=========================  ==============================================================
-``ref:floor``              the two best personas every round (score 100 by definition)
-``ref:random``             uniformly random distinct pairs, exact expectation (score 0)
-``ref:best-single-pair``   the one fixed pair with least regret over the whole roster
-``ref:best-pair-per-user`` each user's best fixed pair, chosen in hindsight
-``ref:oracle-user``        per-user linear oracle: each user's theta fitted in hindsight by
-                           least squares of U on the policy features, top-2 of theta.phi
-``ref:oracle-pooled``      one theta for the whole roster, fitted the same way
-``ref:rater-top2``         the two personas with the highest rater score g (no learning)
-=========================  ==============================================================
+==============================  =========================================================
+``ref:floor``                   the two best personas every round (score 100 by definition)
+``ref:random``                  uniformly random distinct pairs, exact expectation (score 0)
+``ref:best-single-pair``        the one fixed pair with least regret over the whole roster
+``ref:best-pair-per-user``      each user's best fixed pair, chosen in hindsight
+``ref:oracle-user``             per-user linear oracle: each user's theta fitted in hindsight
+                                by least squares of U on the policy features, top-2 of
+                                theta.phi
+``ref:oracle-pooled``           one theta for the whole roster, fitted the same way
+``ref:rater-top2``              the two personas with the highest rater score g (no learning)
+``ref:oracle-prior``            a Bayesian learner whose prior is the population: the
+                                oracle-user thetas of the *other* users (leave-one-out) as
+                                equally weighted particles, updated by Bayes' rule from the
+                                user's clicks, greedy pairs (`prefduel.runner.headroom`)
+``ref:oracle-prior-lookahead``  the same learner, each pair chosen by an exact 4-round
+                                lookahead (the pair now, then greedy play, every click
+                                outcome enumerated)
+==============================  =========================================================
 
 A reference that a world cannot define is still written, with an ``"undefined"`` field giving
 the reason (`undefined_references`): ``ref:rater-top2`` when the rater feature g (the last
 feature) is the same for every persona in every round (e.g. a generated world whose rater
 answers were all unusable), so that its "top two" would be chosen by tie-breaking. Its numbers
 are those of the tie-break and mean nothing; ``prefduel stats`` and the report show it as
-undefined and leave it out of their means.
+undefined and leave it out of their means. The two ``ref:oracle-prior*`` rows are undefined when
+some arrival has no other student in its world (its leave-one-out prior would be empty).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import numpy as np
 from prefduel.core.btl import pairs_of
 from prefduel.core.regret import floor_regret, random_regret
 from prefduel.runner.cell import summarize
+from prefduel.runner.headroom import HORIZON, NO_OTHER_USERS, lonely_arrivals, play_oracle_prior
 from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.worlds.world import World
 
@@ -42,6 +52,8 @@ REFERENCES = (
     "ref:oracle-user",
     "ref:oracle-pooled",
     "ref:rater-top2",
+    "ref:oracle-prior",
+    "ref:oracle-prior-lookahead",
 )
 
 
@@ -86,6 +98,8 @@ def reference_pairs(world: World) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     single = pairs[np.argmin(totals.sum(axis=0))]
     per_user = pairs[np.argmin(totals, axis=1)]  # (N, 2)
     theta_user = linear_oracle_theta(world.Phi, world.U)
+    greedy = play_oracle_prior(world, theta_user)
+    lookahead = play_oracle_prior(world, theta_user, horizon=HORIZON)
     theta_pool = linear_oracle_theta(
         world.Phi.reshape(1, n * s, world.K, world.d), world.U.reshape(1, n * s, world.K)
     )[0]
@@ -98,6 +112,8 @@ def reference_pairs(world: World) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         "ref:oracle-user": _top2(np.einsum("nskd,nd->nsk", world.Phi, theta_user)),
         "ref:oracle-pooled": _top2(world.Phi @ theta_pool),
         "ref:rater-top2": _top2(world.Phi[..., -1]),
+        "ref:oracle-prior": (greedy.first, greedy.second),
+        "ref:oracle-prior-lookahead": (lookahead.first, lookahead.second),
     }
 
 
@@ -110,10 +126,13 @@ CONSTANT_RATER = (
 
 def undefined_references(world: World) -> dict[str, str]:
     """The references ``world`` cannot define, with the reason (see the module docstring)."""
+    undefined = {}
     g = world.Phi[..., -1]
     if np.all(np.ptp(g, axis=-1) <= 1e-12 * max(1.0, float(np.abs(g).max(initial=0.0)))):
-        return {"ref:rater-top2": CONSTANT_RATER}
-    return {}
+        undefined["ref:rater-top2"] = CONSTANT_RATER
+    if lonely_arrivals(world):
+        undefined.update({name: NO_OTHER_USERS for name in REFERENCES[-2:]})
+    return undefined
 
 
 def reference_rows(world: World) -> list[dict[str, Any]]:

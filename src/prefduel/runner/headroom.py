@@ -1,0 +1,246 @@
+"""Headroom references: a Bayesian learner that knows the population (issue 18).
+
+Both rows replay every arrival of a world with a learner whose prior is the *population*: the
+hindsight per-user weights ``theta_m`` of `ref:oracle-user` (least squares of ``U`` on the
+features) of every other user of the same world, each with equal weight (leave-one-out: an
+arrival never sees its own ``theta``, nor that of another session of the same student). The
+particles are updated by Bayes' rule from the arrival's clicks, drawn by the world's click rule
+(`prefduel.worlds.world.World.click`, the same common random numbers as the policies) under the
+click likelihood the policies assume, ``P(first wins) = sigmoid(beta theta . (phi_i - phi_j))``
+with ``beta`` the policies' logits per unit of utility (`prefduel.policies.base.policy_context`).
+For a prior that is a finite set of particles the weighted particles are the exact posterior.
+
+* ``ref:oracle-prior`` shows the two personas of highest posterior expected utility (greedy).
+* ``ref:oracle-prior-lookahead`` chooses each pair by an exact ``horizon``-round lookahead: for
+  each of the 15 pairs, the expected utility of showing it now and then playing greedily with
+  learning for the next ``horizon - 1`` rounds, every click outcome enumerated (``2^(horizon-1)``
+  branches) on the features of the arrival's own upcoming questions (known in hindsight; their
+  utilities are not used). When the horizon reaches the end of the session this is a one-step policy
+  improvement of greedy play, so its expected regret under the prior is never above greedy's.
+
+The expected regret of any pair rule under the belief is ``E[sum_t 2 max_k u_tk]`` (the same
+for every rule) minus the sum of the posterior mean utilities of the shown personas, so the
+lookahead only needs posterior means, and it never normalizes a branch: the best two of the
+unnormalized mean ``sum_m joint_m u_m`` are the best two of the branch's posterior mean, and
+their sum is the branch's value times its probability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+from prefduel.core.btl import pairs_of
+from prefduel.policies.base import policy_context
+from prefduel.worlds.world import World
+
+#: Logits per unit of utility in the click likelihood (the value policies receive).
+BETA = float(policy_context(1, 1, 2, 1)["beta"])
+#: Rounds the lookahead row looks ahead (the pair now and greedy play after it), chosen on
+#: ``dev`` (docs/coduel.md, headroom).
+HORIZON = 4
+#: Arrivals processed together by the lookahead (bounds its memory, about 60 MB at horizon 4).
+CHUNK = 32
+
+
+@dataclass
+class PriorRun:
+    """What the population-prior learner did: shown pairs, clicks and the final posterior.
+
+    Attributes:
+        first: ``(N, S)`` first shown persona.
+        second: ``(N, S)`` second shown persona.
+        first_won: ``(N, S)`` the click (True when ``first`` won).
+        log_weights: ``(N, M)`` unnormalized log posterior over the particles after the last
+            round (``-inf`` for the particles excluded from an arrival's prior).
+    """
+
+    first: np.ndarray
+    second: np.ndarray
+    first_won: np.ndarray
+    log_weights: np.ndarray
+
+
+def prior_log_weights(student_index: np.ndarray) -> np.ndarray:
+    """Leave-one-out log prior ``(N, N)``: 0 for the other students' particles, ``-inf`` for
+    the arrival's own (and for any other arrival of the same student)."""
+    index = np.asarray(student_index)
+    return np.where(index[:, None] == index[None, :], -np.inf, 0.0)
+
+
+def normalized(log_weights: np.ndarray) -> np.ndarray:
+    """Weights summing to 1 per row from log weights (a row that is all ``-inf`` gives 0s)."""
+    top = log_weights.max(axis=-1, keepdims=True)
+    w = np.exp(log_weights - np.where(np.isfinite(top), top, 0.0))
+    total = w.sum(axis=-1, keepdims=True)
+    return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+
+
+def clicks(
+    world: World, rnd: int, first: np.ndarray, second: np.ndarray, arrivals: np.ndarray
+) -> np.ndarray:
+    """`World.click` for ``arrivals`` at round ``rnd`` at once: True where ``first`` won."""
+    lo, hi = np.minimum(first, second), np.maximum(first, second)
+    lo_won = world.u[arrivals, rnd] < world.P[arrivals, rnd, lo, hi]
+    return np.where(first < second, lo_won, ~lo_won)
+
+
+def log_click_likelihood(logit: np.ndarray, first_won: np.ndarray) -> np.ndarray:
+    """``log sigmoid(logit)`` where the first won, ``log sigmoid(-logit)`` where it lost."""
+    return log_expit(np.where(first_won, logit, -logit))
+
+
+def top_two(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Best and second-best index along the last axis (ties to the lower index)."""
+    order = np.argsort(-scores, axis=-1, kind="stable")
+    return order[..., 0], order[..., 1]
+
+
+def pair_likelihoods(util: np.ndarray, beta: float = BETA) -> np.ndarray:
+    """``(..., P, M)`` chance that the lower-indexed persona of each pair (`pairs_of` order)
+    wins, per particle, from particle utilities ``util (..., K, M)``."""
+    pairs = pairs_of(util.shape[-2])
+    return expit(beta * (util[..., pairs[:, 0], :] - util[..., pairs[:, 1], :]))
+
+
+def lookahead_values(
+    util: np.ndarray,
+    lo_wins: np.ndarray,
+    weights: np.ndarray,
+    workspace: list[np.ndarray] | None = None,
+) -> np.ndarray:
+    """Expected utility of each pair shown now followed by greedy play, exactly.
+
+    Args:
+        util: ``(n, T, K, M)`` utility of each persona under each particle in the current round
+            and the ``T - 1`` rounds valued after it.
+        lo_wins: ``(n, T - 1, P, M)`` `pair_likelihoods` of those rounds but the last.
+        weights: ``(n, M)`` posterior weights (rows sum to 1).
+        workspace: Reusable buffers (a list this function fills; pass the same list to later
+            calls to save the page faults of fresh large arrays). Values do not depend on it.
+
+    Returns:
+        ``(n, P)`` values in `pairs_of` order: the expected sum over the ``T`` rounds of the
+        utilities of both shown personas when pair ``p`` is shown now and, after each click,
+        the two of highest posterior mean.
+    """
+    n, rounds, k, m = util.shape
+    pairs = pairs_of(k)
+    n_pairs = len(pairs)
+    pair_id = np.zeros((k, k), dtype=np.int64)
+    pair_id[pairs[:, 0], pairs[:, 1]] = pair_id[pairs[:, 1], pairs[:, 0]] = np.arange(n_pairs)
+    mean = np.einsum("nm,nkm->nk", weights, util[:, 0])
+    values = mean[:, pairs[:, 0]] + mean[:, pairs[:, 1]]
+    buffers = _buffers(workspace, n * n_pairs * 2 ** max(0, rounds - 1) * m)
+    offsets = (np.arange(n) * n_pairs)[:, None]
+    # joint (n, B, M): the prior weight times the likelihood of a branch's clicks; branch b
+    # starts with pair b % P, and each round doubles B (the lower index wins, then loses)
+    shown = np.broadcast_to(np.arange(n_pairs), (n, n_pairs))
+    joint = np.broadcast_to(weights[:, None, :], (n, n_pairs, m))
+    for t in range(1, rounds):
+        b = joint.shape[1]
+        lik = buffers[0][: n * b * m].reshape(n * b, m)
+        np.take(lo_wins[:, t - 1].reshape(n * n_pairs, m), (offsets + shown).ravel(), 0, lik)
+        lik = lik.reshape(n, b, m)
+        out = buffers[1 + t % 2][: n * 2 * b * m].reshape(n, 2 * b, m)
+        np.multiply(joint, lik, out=out[:, :b])
+        np.subtract(joint, out[:, :b], out=out[:, b:])
+        joint = out
+        branch_mean = joint @ np.ascontiguousarray(np.swapaxes(util[:, t], 1, 2))  # unnormalized
+        best, second = top_two(branch_mean)
+        gain = np.take_along_axis(branch_mean, best[..., None], -1) + np.take_along_axis(
+            branch_mean, second[..., None], -1
+        )
+        values = values + gain.reshape(n, -1, n_pairs).sum(axis=1)
+        shown = pair_id[best, second]
+    return values
+
+
+def _buffers(workspace: list[np.ndarray] | None, size: int) -> list[np.ndarray]:
+    """Three flat float buffers of at least ``size`` entries, kept in ``workspace``."""
+    if workspace is None:
+        workspace = []
+    if not workspace or workspace[0].size < size:
+        workspace[:] = [np.empty(size) for _ in range(3)]
+    return workspace
+
+
+def play_oracle_prior(
+    world: World,
+    theta: np.ndarray,
+    *,
+    horizon: int = 1,
+    beta: float = BETA,
+    chunk: int = CHUNK,
+) -> PriorRun:
+    """Replay ``world`` with the leave-one-out population-prior learner.
+
+    Arrivals are independent given the particles, so they are replayed ``chunk`` at a time.
+
+    Args:
+        world: The world (its clicks come from `clicks`, i.e. `World.click`).
+        theta: ``(N, d)`` hindsight weights of the world's arrivals (the particles).
+        horizon: 1 for greedy pairs, more for the exact lookahead of `lookahead_values`.
+        beta: Logits per unit of utility of the click likelihood.
+        chunk: Arrivals per lookahead batch (memory only; the result does not depend on it).
+
+    Returns:
+        The shown pairs, the clicks and the final log posterior (`PriorRun`).
+    """
+    n, s_all = world.N, world.S
+    run = PriorRun(
+        first=np.empty((n, s_all), dtype=np.int64),
+        second=np.empty((n, s_all), dtype=np.int64),
+        first_won=np.empty((n, s_all), dtype=bool),
+        log_weights=prior_log_weights(world.student_index),
+    )
+    step = n if horizon <= 1 else max(1, chunk)
+    for lo in range(0, n, step):
+        _play_arrivals(world, np.arange(lo, min(n, lo + step)), theta, horizon, beta, run)
+    return run
+
+
+def _play_arrivals(
+    world: World,
+    arrivals: np.ndarray,
+    theta: np.ndarray,
+    horizon: int,
+    beta: float,
+    run: PriorRun,
+) -> None:
+    """Play every round of ``arrivals``, writing their rows of ``run`` in place."""
+    pairs = pairs_of(world.K)
+    util = world.Phi[arrivals] @ theta.T  # (n, S, K, M)
+    lo_wins = pair_likelihoods(util, beta) if horizon > 1 else None
+    log_w = run.log_weights[arrivals]
+    rows = np.arange(arrivals.size)
+    workspace: list[np.ndarray] = []
+    for s in range(world.S):
+        weights = normalized(log_w)
+        if lo_wins is None or s == world.S - 1:
+            i, j = top_two(np.einsum("nm,nkm->nk", weights, util[:, s]))
+        else:
+            end = min(world.S, s + horizon)
+            values = lookahead_values(
+                util[:, s:end], lo_wins[:, s : end - 1], weights, workspace
+            )
+            best = np.argmax(values, axis=1)
+            i, j = pairs[best, 0], pairs[best, 1]
+        won = clicks(world, s, i, j, arrivals)
+        run.first[arrivals, s], run.second[arrivals, s], run.first_won[arrivals, s] = i, j, won
+        logit = beta * (util[rows, s, i] - util[rows, s, j])  # (n, M)
+        log_w = log_w + log_click_likelihood(logit, won[:, None])
+    run.log_weights[arrivals] = log_w
+
+
+#: Why the population-prior references are undefined on a world of one student.
+NO_OTHER_USERS = (
+    "some arrival has no other student in its world, so its leave-one-out prior is empty"
+)
+
+
+def lonely_arrivals(world: World) -> bool:
+    """True when some arrival's leave-one-out prior holds no particle."""
+    return bool(np.isneginf(prior_log_weights(world.student_index)).all(axis=1).any())
