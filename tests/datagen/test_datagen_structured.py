@@ -57,7 +57,7 @@ def plain_world(tmp_path_factory):
     return result.world
 
 
-@pytest.mark.parametrize("behaviour", ["honour", "ignore", "reject"])
+@pytest.mark.parametrize("behaviour", ["honour", "ignore", "reject", "json_object"])
 def test_the_same_world_whatever_the_server_does_with_the_schema(tmp_path, plain_world, behaviour):
     config = _config(tmp_path, models=STRUCTURED)
     assert config.models["judge"].max_tokens == 16  # a structured pick needs more than 4
@@ -66,17 +66,22 @@ def test_the_same_world_whatever_the_server_does_with_the_schema(tmp_path, plain
     np.testing.assert_array_equal(result.world.P, plain_world.P)
     np.testing.assert_array_equal(result.world.Phi, plain_world.Phi)
     judge, rater = result.stage("judge"), result.stage("rater")
+    sent = judge.calls - judge.structure_rejected  # each stage probes the ladder once first
     counts = {
         "honour": (judge.calls, 0, 0),
         "ignore": (0, judge.calls, 0),
-        "reject": (0, 0, judge.calls // 2),
+        "reject": (0, 0, 2),
+        "json_object": (sent, 0, 1),
     }[behaviour]
     assert (judge.structured, judge.structure_ignored, judge.structure_rejected) == counts
-    assert rater.structured + rater.structure_ignored + rater.structure_rejected == 3
+    assert rater.sent == 3 and rater.calls == 3 + rater.structure_rejected
+    read = {"honour": 3, "ignore": 3, "reject": 0, "json_object": 3}[behaviour]
+    assert rater.structured + rater.structure_ignored == read  # the rest answered plain
     assert result.stage("answers").structured == 0  # prose: auto sends no schema
     assert judge.failed == 0 and "structured output" in result.summary()
-    schemas = [r.body["response_format"] for r in received if "response_format" in r.body]
-    assert {s["json_schema"]["name"] for s in schemas} == {"pick", "scores"}
+    formats = [r.body["response_format"] for r in received if "response_format" in r.body]
+    names = {f["json_schema"]["name"] for f in formats if f["type"] == "json_schema"}
+    assert names == {"pick", "scores"}
 
 
 def test_choice_mode_is_a_bare_enum_and_prose_can_be_wrapped(tmp_path, plain_world):

@@ -126,13 +126,52 @@ def test_a_server_that_refuses_the_schema_is_asked_again_without_it(tmp_path):
         received = server.requests
     assert [o.value for o in outcomes] == ["B", "B", "B"]
     assert [o.path for o in outcomes] == ["rejected"] * 3
-    assert [RESPONSE_FORMAT in r.body for r in received] == [True] * 3 + [False] * 3
+    # the first item probes the ladder alone (json_schema, then json_object, both refused);
+    # the others start where it ended, without response_format
+    formats = [r.body.get(RESPONSE_FORMAT, {}).get("type") for r in received]
+    assert formats == ["json_schema", "json_object", None, None, None]
     report = engine.reports["judge"]
-    assert report.structure_rejected == 3 and report.failed == 0 and engine.failures == []
-    assert report.calls == 6 and report.sent == 3
+    assert report.structure_rejected == 2 and report.failed == 0 and engine.failures == []
+    assert report.calls == 5 and report.sent == 3
     # the fallback is the request of mode "off": an unstructured run reuses its answers
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         assert set(cache.keys()) == {_judge_request(i, ()).key for i in range(3)}
+
+
+def test_llama_cpp_pythons_refusal_is_not_retried_and_its_older_format_is_used(tmp_path):
+    """llama-cpp-python's server answers a json_schema format with HTTP 500 (a validation
+    error naming response_format) and honours {"type": "json_object", "schema": ...}."""
+    stage = Stage("judge", _judge_request, _pick, answer=PICK, structured="auto")
+    with OpenAITestServer(answer=_answer, structured="json_object") as server:
+        engine, outcomes = _run(server, stage, [0, 1, 2], tmp_path)
+        received = server.requests
+    assert [o.value for o in outcomes] == ["A", "B", "A"]
+    assert [o.path for o in outcomes] == ["schema"] * 3
+    formats = [r.body[RESPONSE_FORMAT]["type"] for r in received]
+    assert formats == ["json_schema", "json_object", "json_object", "json_object"]
+    assert all(r.attempt == 0 for r in received)  # the 500 was not retried as transient
+    report = engine.reports["judge"]
+    assert (report.structured, report.structure_rejected, report.failed) == (3, 1, 0)
+
+
+@pytest.mark.parametrize("mode", ["json_object"])
+def test_the_json_object_mode_sends_the_older_form_at_once(tmp_path, mode):
+    stage = Stage("judge", _judge_request, _pick, answer=PICK, structured=mode)
+    with OpenAITestServer(answer=_answer, structured="json_object") as server:
+        _, outcomes = _run(server, stage, [0, 1], tmp_path)
+        received = server.requests
+    assert [o.value for o in outcomes] == ["A", "B"] and len(received) == 2
+    fmt = received[0].body[RESPONSE_FORMAT]
+    assert fmt["type"] == "json_object" and fmt["schema"]["properties"]["pick"]["enum"] == [
+        "A",
+        "B",
+    ]
+
+
+def test_worst_case_sends_per_mode():
+    assert [PICK.sends_at_most(m) for m in ("auto", "json_schema", "choice")] == [3, 3, 3]
+    assert PICK.sends_at_most("json_object") == 2 and PICK.sends_at_most("off") == 1
+    assert PROSE.sends_at_most("auto") == 1 and PROSE.sends_at_most("json_schema") == 3
 
 
 def test_a_refusal_is_recognised_only_for_structured_requests():

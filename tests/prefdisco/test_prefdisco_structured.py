@@ -111,7 +111,12 @@ def test_an_endpoint_that_refuses_the_schema_is_asked_again_without_it(
     judge = _formats(received, "You are a careful, impartial grader")
     assert None in judge and any(judge)  # refused, then sent plain
     rows = _rows(tmp_path, "scores.jsonl")
-    assert all(r["finish_reasons"]["judge"]["failed"] == len(r["weights"]) for r in rows)
+    refused = sum(r["finish_reasons"]["judge"].get("failed", 0) for r in rows)
+    judgements = sum(len(r["weights"]) for r in rows)
+    # the first judgement probes json_schema, then json_object, both refused, while the others
+    # wait; every later judgement (and re-ask of a malformed one) is sent plain at once
+    assert refused == 2 == len(judge) - judge.count(None)
+    assert judge.count(None) >= judgements
     offline = _rows(study[3] / "offline", "scores.jsonl")
     for row in (*rows, *offline):  # the refused calls count as calls (they were sent)
         del row["usage"], row["finish_reasons"]

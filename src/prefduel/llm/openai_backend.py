@@ -23,7 +23,9 @@ attempt, and `LLMClient` applies its retry policy. Failures
 come out as `LLMCallError`:
 
 * HTTP 408, 409, 429 and 5xx: ``kind="http"``, retryable, ``retry_after`` from the
-  ``retry-after-ms`` / ``retry-after`` headers;
+  ``retry-after-ms`` / ``retry-after`` headers; except a structured request whose error names
+  ``response_format`` (llama-cpp-python's HTTP 500 for a ``json_schema`` format): not
+  retryable, the stage engine asks one rung down (`prefduel.llm.structured.fall_back`);
 * other HTTP 4xx (400, 401, 403, 404, 422, ...): ``kind="http"``, not retryable;
 * timeout: ``kind="timeout"``, retryable;
 * connection refused, dropped, or a truncated body: ``kind="connection"``, retryable;
@@ -58,6 +60,7 @@ from urllib.parse import urlsplit, urlunsplit
 from prefduel.llm.errors import LLMCallError, LLMConfigError
 from prefduel.llm.request import LLMRequest, LLMResponse, TokenLogprob, Usage
 from prefduel.llm.retry import is_retryable_status, parse_retry_after
+from prefduel.llm.structured import refuses_format
 
 #: Default name of the API-key environment variable.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -327,7 +330,9 @@ class OpenAIBackend:
                 + self._hint(status),
                 kind="http",
                 status=status,
-                retryable=is_retryable_status(status),
+                # a refused response_format is answered one rung down, not sent again
+                retryable=is_retryable_status(status)
+                and not refuses_format(request, status, message),
                 retry_after=parse_retry_after(exc.response.headers),
             ) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -44,8 +44,10 @@ missing calls are sent. A call that fails is recorded, never raised: its item's 
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from prefduel.llm.concurrency import each
@@ -65,6 +67,7 @@ from prefduel.llm.structured import (
     STRUCTURED_MODES,
     AnswerFormat,
     StructuredMode,
+    fall_back,
     is_structured,
     rejected,
     structure,
@@ -158,13 +161,16 @@ class Stage(Generic[Item]):
         if self.answer is not None:
             self.answer.response_format(self.structured)  # ValueError: e.g. "choice" of prose
 
-    def build(self, item: Item, previous: tuple[str, ...], *, plain: bool = False) -> LLMRequest:
-        """The request for ``item``, with ``response_format`` as ``structured`` says (none when
-        ``plain``: the endpoint refused it)."""
+    def build(self, item: Item, previous: tuple[str, ...], *, rung: int = 0) -> LLMRequest:
+        """The request for ``item``, with ``response_format`` as ``structured`` says, taken
+        ``rung`` steps down (`fall_back`) after the endpoint refused the formats above it."""
         request = self.request(item, previous)
-        if plain or self.answer is None:
+        if self.answer is None:
             return request
-        return structure(request, self.answer, self.structured)
+        request = structure(request, self.answer, self.structured)
+        for _ in range(rung):
+            request = fall_back(request)
+        return request
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +202,28 @@ class Outcome:
     def failed(self) -> bool:
         """Whether the call got no answer (re-run to retry it)."""
         return self.value is FAILED
+
+
+@dataclass
+class _Rungs:
+    """How far down the format ladder (`fall_back`) each item of one stage run is asked.
+
+    It is the endpoint, not the item, that refuses a format, so an item starts at the lowest
+    rung any refusal of the run has reached: a server without structured output costs one
+    refused call per rung, not per item (except for the items in flight at once).
+    """
+
+    floor: int = 0
+    items: dict[int, int] = field(default_factory=dict)
+
+    def of(self, item: int) -> int:
+        """The rung to ask ``item`` at."""
+        return max(self.items.get(item, 0), self.floor)
+
+    def refused(self, item: int, rung: int) -> None:
+        """The endpoint refused ``item``'s request at ``rung``."""
+        self.items[item] = max(self.items.get(item, 0), rung + 1)
+        self.floor = max(self.floor, rung + 1)
 
 
 class StageEngine:
@@ -233,8 +261,13 @@ class StageEngine:
         """End ``stage`` (its wall time; its bar closed)."""
         self.sender.finish(self.report(stage))
 
-    async def run(self, stage: Stage[Item], items: Sequence[Item]) -> list[Outcome]:
+    async def run(
+        self, stage: Stage[Item], items: Sequence[Item], *, rungs: _Rungs | None = None
+    ) -> list[Outcome]:
         """Ask every item; ask those with a malformed reply again, in waves, up to ``tries``.
+
+        ``rungs`` carries what an earlier run learned about the formats the endpoint refuses
+        (default: nothing yet).
 
         Returns:
             One `Outcome` per item, in item order.
@@ -242,7 +275,7 @@ class StageEngine:
         report = self.report(stage.name)
         outcomes: list[Outcome | None] = [None] * len(items)
         replies: list[tuple[str, ...]] = [()] * len(items)
-        plain: set[int] = set()  # items whose structured request the endpoint refused
+        rungs = rungs if rungs is not None else _Rungs()
         pending = list(range(len(items)))
         for attempt in range(stage.tries):
             if not pending:
@@ -251,9 +284,8 @@ class StageEngine:
                 report.retried += len(pending)
                 self.sender.grow(len(pending))
             again = []
-            for start in range(0, len(pending), self.chunk):
-                chunk = pending[start : start + self.chunk]
-                for i, outcome in await self._ask(stage, report, items, chunk, replies, plain):
+            for chunk in self._chunks(stage, pending, probe=attempt == 0):
+                for i, outcome in await self._ask(stage, report, items, chunk, replies, rungs):
                     if isinstance(outcome, str):  # malformed, tries left: ask again
                         replies[i] = (*replies[i], outcome)
                         again.append(i)
@@ -264,6 +296,17 @@ class StageEngine:
         assert len(done) == len(items), "every item ends with an outcome on its last try"
         return done
 
+    def _chunks(self, stage: Stage[Item], pending: list[int], *, probe: bool) -> list[list[int]]:
+        """``pending`` in chunks; with ``probe``, a structured stage asks its first item alone
+        first, so the formats the endpoint refuses are known before the rest are sent."""
+        head: list[list[int]] = []
+        if probe and pending and stage.answer is not None:
+            if stage.answer.response_format(stage.structured) is not None:
+                head, pending = [pending[:1]], pending[1:]
+        return head + [
+            pending[start : start + self.chunk] for start in range(0, len(pending), self.chunk)
+        ]
+
     async def _ask(
         self,
         stage: Stage[Item],
@@ -271,32 +314,32 @@ class StageEngine:
         items: Sequence[Item],
         chunk: list[int],
         replies: list[tuple[str, ...]],
-        plain: set[int],
+        rungs: _Rungs,
     ) -> list[tuple[int, Outcome | str]]:
         """One request per item of ``chunk``; the items whose structured request the endpoint
-        refused are asked again at once without ``response_format`` (and stay plain)."""
-        requests = [stage.build(items[i], replies[i], plain=i in plain) for i in chunk]
-        responses = await self.sender.send(report, requests)
+        refused are asked again at once one rung down (`fall_back`), until one is taken or no
+        ``response_format`` is left."""
         read: list[tuple[int, Outcome | str]] = []
-        refused = []
-        for i, request, response in zip(chunk, requests, responses, strict=True):
-            if response is not None and rejected(response):
-                report.failed -= 1  # counted by the sender, but answered by the fallback below
-                report.structure_rejected += 1
-                refused.append(i)
-                plain.add(i)
-            else:
-                outcome = self._read(
-                    stage, report, items[i], request, response, replies[i], i in plain
-                )
-                read.append((i, outcome))
-        if refused:
-            self.sender.grow(len(refused))
-            requests = [stage.build(items[i], replies[i], plain=True) for i in refused]
+        asking = list(chunk)
+        while asking:
+            asked = {i: rungs.of(i) for i in asking}
+            requests = [stage.build(items[i], replies[i], rung=asked[i]) for i in asking]
             responses = await self.sender.send(report, requests)
-            for i, request, response in zip(refused, requests, responses, strict=True):
-                outcome = self._read(stage, report, items[i], request, response, replies[i], True)
-                read.append((i, outcome))
+            refused = []
+            for i, request, response in zip(asking, requests, responses, strict=True):
+                if response is not None and rejected(response):
+                    report.failed -= 1  # counted by the sender, but answered one rung down
+                    report.structure_rejected += 1
+                    refused.append(i)
+                    rungs.refused(i, asked[i])
+                else:
+                    outcome = self._read(
+                        stage, report, items[i], request, response, replies[i], asked[i] > 0
+                    )
+                    read.append((i, outcome))
+            if refused:
+                self.sender.grow(len(refused))
+            asking = refused
         return read
 
     def _fail(
@@ -352,7 +395,7 @@ class StageEngine:
         plain: bool = False,
     ) -> Outcome | str:
         """The outcome of one reply, or the reply's text to ask again (malformed, tries left);
-        ``plain``: the item's structured request was refused."""
+        ``plain``: a structured request of the item was refused."""
         tries = len(previous) + 1
         if response is None:
             return Outcome(stage.placeholder(item), tries, request, previous)
@@ -386,11 +429,52 @@ async def ask(stage: Stage[Item], item: Item, client: Completer) -> Outcome:
     """Run one item of ``stage`` through ``client`` (malformed replies asked again).
 
     For flows whose next request needs this reply (a conversation); a batch of independent
-    items goes through `StageEngine.run`.
+    items goes through `StageEngine.run`. A structured stage learns once per endpoint which
+    formats it refuses: the first call probes while the others wait, later calls start at
+    the rung it reached.
     """
+    learned = _learned(client, stage.name)
+    if learned.settled or stage.answer is None or stage.structured == "off":
+        return await _ask_one(stage, item, client, learned)
+    lock = learned.locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+    async with lock:
+        if not learned.settled:
+            outcome = await _ask_one(stage, item, client, learned)
+            learned.settled = outcome.response is not None and not rejected(outcome.response)
+            return outcome
+    return await _ask_one(stage, item, client, learned)
+
+
+async def _ask_one(stage: Stage[Item], item: Item, client: Completer, learned: _Learned) -> Outcome:
     sender = ClientSender(client, batch=False, price_hits=False)
-    (outcome,) = await StageEngine(sender).run(stage, [item])
+    rungs = _Rungs(floor=learned.floor)
+    (outcome,) = await StageEngine(sender).run(stage, [item], rungs=rungs)
+    learned.floor = max(learned.floor, rungs.floor)
     return outcome
+
+
+@dataclass
+class _Learned:
+    """What `ask` learned of one endpoint's refusals for one stage: the rung they reached,
+    whether a call has settled it, and the lock (per event loop) of the probing call."""
+
+    floor: int = 0
+    settled: bool = False
+    locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+
+
+_BY_ENDPOINT: dict[tuple[str, str], _Learned] = {}
+_BY_CLIENT: weakref.WeakKeyDictionary[Any, dict[str, _Learned]] = weakref.WeakKeyDictionary()
+
+
+def _learned(client: Completer, stage: str) -> _Learned:
+    """What was learned for ``stage`` on ``client``'s endpoint (per client without one)."""
+    endpoint = getattr(client, "endpoint", None)
+    if isinstance(endpoint, str) and endpoint:
+        return _BY_ENDPOINT.setdefault((endpoint, stage), _Learned())
+    return _BY_CLIENT.setdefault(client, {}).setdefault(stage, _Learned())
 
 
 __all__ = [

@@ -16,6 +16,9 @@ mode             what is sent
                  ``{"answer": "..."}``)
 ``choice``       a pick only: a bare enum schema (``"A"``); vLLM and llama.cpp accept it, OpenAI
                  asks for an object at the top and refuses it (the fallback then answers)
+``json_object``  the role's schema in the older form ``{"type": "json_object", "schema": ...}``,
+                 the only one `llama-cpp-python`'s server takes (it answers ``json_schema`` with
+                 HTTP 500 and a validation error); nothing for prose
 ===============  ================================================================================
 
 ``response_format`` is an ordinary request parameter, so it is part of the request's cache key
@@ -24,9 +27,12 @@ only when it is sent. The free-text parser of the role stays the fallback, per c
 * the endpoint **honours** the schema: the reply is unwrapped (`AnswerFormat.unwrap`: the pick
   ``"A"`` of ``{"pick": "A"}``, the scores object as JSON text) and read by the same parser;
 * the endpoint **ignores** it (free text comes back): the text is read by the parser as is;
-* the endpoint **rejects** it (HTTP 400, 415, 422 or 501: `rejected`): the request is sent again
-  without ``response_format`` (`unstructured`: the very request of mode ``off``, so its answer is
-  shared with unstructured runs through the cache).
+* the endpoint **rejects** it (HTTP 400, 415, 422 or 501, or any HTTP error whose message names
+  ``response_format``: `rejected`; never retried as a transient error): the request is sent
+  again one rung down (`fall_back`): a ``json_schema`` request as ``json_object`` with the same
+  schema, a ``json_object`` request without ``response_format`` (`unstructured`: the very
+  request of mode ``off``, so its answer is shared with unstructured runs through the cache).
+  `sends_at_most` gives the worst case for dry-run bounds.
 
 The stage engine (`prefduel.llm.stages.Stage`: ``answer`` and ``structured``) does all three and
 records which path answered each call (`PATHS`). Example::
@@ -46,7 +52,7 @@ from typing import Any, Literal, get_args
 from prefduel.llm.request import LLMRequest, LLMResponse, Params
 
 #: How a role asks for structured output (see the module docstring).
-StructuredMode = Literal["auto", "json_schema", "choice", "off"]
+StructuredMode = Literal["auto", "json_schema", "json_object", "choice", "off"]
 STRUCTURED_MODES: tuple[str, ...] = get_args(StructuredMode)
 
 #: The request parameter that carries the schema.
@@ -145,10 +151,20 @@ class AnswerFormat:
             schema: Mapping[str, Any] = {"type": "string", "enum": list(self.choices)}
         else:
             schema = json.loads(json.dumps(self.schema))  # a copy the caller may change
+        if mode == "json_object":
+            return {"type": "json_object", "schema": dict(schema)}
         return {
             "type": "json_schema",
             "json_schema": {"name": self.name, "schema": dict(schema), "strict": True},
         }
+
+    def sends_at_most(self, mode: StructuredMode) -> int:
+        """Requests one call of ``mode`` may take when the endpoint refuses each format in turn
+        (`fall_back`): 3 from ``json_schema``, 2 from ``json_object``, 1 without a schema."""
+        fmt = self.response_format(mode)
+        if fmt is None:
+            return 1
+        return 3 if fmt.get("type") == "json_schema" else 2
 
     def unwrap(self, text: str) -> tuple[str, bool]:
         """The answer inside a structured reply, for the role's text parser.
@@ -215,13 +231,32 @@ def is_structured(request: LLMRequest) -> bool:
     return RESPONSE_FORMAT in request.params
 
 
+def fall_back(request: LLMRequest) -> LLMRequest:
+    """``request`` one rung down after its ``response_format`` was refused: ``json_schema`` ->
+    ``json_object`` with the same schema -> none (`unstructured`)."""
+    fmt = request.params.to_json().get(RESPONSE_FORMAT)
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        if isinstance(schema, dict):
+            older = {"type": "json_object", "schema": schema}
+            return replace(request, params=Params({**request.params, RESPONSE_FORMAT: older}))
+    return unstructured(request)
+
+
+def refuses_format(request: LLMRequest, status: int | None, message: str) -> bool:
+    """Whether an HTTP error answering ``request`` refuses its ``response_format``: a status of
+    `REJECTION_STATUSES`, or an error message naming ``response_format`` (llama-cpp-python's
+    server answers an unknown format with HTTP 500 and a validation error)."""
+    if not is_structured(request) or status is None:
+        return False
+    return status in REJECTION_STATUSES or RESPONSE_FORMAT in message.lower()
+
+
 def rejected(response: LLMResponse) -> bool:
-    """Whether a failed structured call was refused for its ``response_format`` (an HTTP status
-    of `REJECTION_STATUSES`), so the same request without it may succeed."""
-    return (
-        not response.ok
-        and is_structured(response.request)
-        and response.status in REJECTION_STATUSES
+    """Whether a failed structured call was refused for its ``response_format``
+    (`refuses_format`), so the request one rung down (`fall_back`) may succeed."""
+    return not response.ok and refuses_format(
+        response.request, response.status, response.error or ""
     )
 
 
@@ -235,7 +270,9 @@ __all__ = [
     "STRUCTURED_MODES",
     "AnswerFormat",
     "StructuredMode",
+    "fall_back",
     "is_structured",
+    "refuses_format",
     "rejected",
     "structure",
     "unstructured",

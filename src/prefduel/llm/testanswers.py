@@ -7,7 +7,10 @@ function; this module adds what real OpenAI-compatible servers do on request:
   ``structured="honour"`` the text is put into the schema (`conform`: a pick becomes the enum value
   it names, prose becomes the string property, scores are read from the text's JSON object);
   ``"ignore"`` answers free text as servers that do not know the parameter do; ``"reject"``
-  answers HTTP 400 as servers that refuse it do (`SERVER_STRUCTURED`);
+  answers HTTP 400 as servers that refuse it do; ``"json_object"`` behaves as llama-cpp-python's
+  server: a ``json_schema`` format gets HTTP 500 with a validation error naming
+  ``response_format``, the older ``{"type": "json_object", "schema": ...}`` is honoured
+  (`SERVER_STRUCTURED`);
 * **a sampling distribution** of the first answer token (a ``distribution`` function of the
   body, e.g. the scripted judge's chance of each label): the answer is drawn from it, per
   request, from a hash of the body and its occurrence (or its ``seed``), so repeated samples of
@@ -29,7 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 #: What the test server does with ``response_format``.
-SERVER_STRUCTURED = ("honour", "ignore", "reject")
+SERVER_STRUCTURED = ("honour", "ignore", "reject", "json_object")
 
 #: A distribution function: the first answer token's probabilities for a request body, or None.
 DistributionFn = Callable[[Mapping[str, Any]], Mapping[str, float] | None]
@@ -50,6 +53,15 @@ def json_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return None
     spec = fmt.get("json_schema")
     schema = spec.get("schema") if isinstance(spec, Mapping) else None
+    return schema if isinstance(schema, Mapping) else None
+
+
+def json_object_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The schema of the older form ``{"type": "json_object", "schema": ...}``, or None."""
+    fmt = body.get("response_format")
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_object":
+        return None
+    schema = fmt.get("schema")
     return schema if isinstance(schema, Mapping) else None
 
 
@@ -157,6 +169,7 @@ __all__ = [
     "DistributionFn",
     "conform",
     "draw",
+    "json_object_schema",
     "json_schema",
     "logprobs_payload",
     "tokens",

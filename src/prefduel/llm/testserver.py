@@ -43,6 +43,7 @@ from prefduel.llm.testanswers import (
     DistributionFn,
     conform,
     draw,
+    json_object_schema,
     json_schema,
     logprobs_payload,
 )
@@ -65,6 +66,19 @@ from prefduel.llm.testfaults import (
 )
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+
+#: The body with which llama-cpp-python's server (0.3) answers a ``json_schema`` format: HTTP 500
+#: and a pydantic validation error naming ``response_format`` (seen on a real server).
+LLAMA_CPP_PYTHON_REFUSAL = {
+    "error": {
+        "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+        "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+        "'input': 'json_schema'}",
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
 
 
 class _Server(ThreadingHTTPServer):
@@ -145,9 +159,13 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "http":
             self._http_fault(fault, received)
             return
-        if json_schema(body) is not None and owner.structured == "reject":
+        has_schema = json_schema(body) is not None or json_object_schema(body) is not None
+        if has_schema and owner.structured == "reject":
             error = {"error": {"message": "response_format is not supported by this server"}}
             self._send(400, json.dumps(error).encode())
+            return
+        if json_schema(body) is not None and owner.structured == "json_object":
+            self._send(500, json.dumps(LLAMA_CPP_PYTHON_REFUSAL).encode())
             return
         if fault is not None and fault.kind == "timeout":
             if owner._stopping.wait(fault.delay):
@@ -200,7 +218,9 @@ class OpenAITestServer:
         host: Interface (default 127.0.0.1).
         port: Port (0: any free port).
         structured: What to do with a ``response_format`` JSON schema: ``"honour"`` (answer
-            in it), ``"ignore"`` (free text) or ``"reject"`` (HTTP 400).
+            in it), ``"ignore"`` (free text), ``"reject"`` (HTTP 400, also for the older
+            ``json_object`` form with a ``schema``) or ``"json_object"`` (as
+            llama-cpp-python: HTTP 500 for ``json_schema``, the older form honoured).
         distribution: The first answer token's probabilities for a body (None: answer as
             ``answer`` says); the token is drawn per request (see `testanswers.draw`).
         logprobs: Return ``logprobs`` when a request asks for them (False: never, as
@@ -298,6 +318,9 @@ class OpenAITestServer:
         schema = json_schema(body)
         if schema is not None and self.structured == "honour":
             text = conform(text, schema)
+        older = json_object_schema(body)
+        if older is not None and self.structured in ("honour", "json_object"):
+            text = conform(text, older)
         authorization = received.headers.get("authorization")
         if echo is not None:
             mark = echo_text(authorization)

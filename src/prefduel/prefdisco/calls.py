@@ -78,6 +78,11 @@ class MeteredClient:
     def __repr__(self) -> str:
         return f"MeteredClient({self.client!r})"
 
+    @property
+    def endpoint(self) -> str | None:
+        """The wrapped client's endpoint (None when it has none)."""
+        return getattr(self.client, "endpoint", None)
+
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """Answer through the wrapped client and note the call."""
         response = await self.client.complete(request)

@@ -30,7 +30,7 @@ A config file has up to five sections; every key is optional (defaults: the offl
       router: auto                  # auto | keyword (offline) | llm
       user_style: cooperative       # cooperative | terse | vague (a less helpful user)
       judge_model: scripted-judge
-      judge_structured: off         # off | auto | json_schema | choice (structured output)
+      judge_structured: off         # off | auto | json_schema | json_object | choice
       grader_structured: off
       temperature: 0.0              # null: not sent (e.g. OpenAI o-series)
       max_tokens_param: max_tokens  # or max_completion_tokens
@@ -199,9 +199,10 @@ class RunConfig:
         judge_attempts: Requests per judgement before a score is recorded as missing.
         judge_structured: Ask the judge's endpoint for structured output
             (`prefduel.llm.structured`): ``off`` (default), ``auto`` or ``json_schema``
-            (``{"score": "4"}``) or ``choice`` (a bare ``"4"``). The free-text parser stays
-            the fallback when the endpoint ignores the schema, and a refused schema is asked
-            again without it.
+            (``{"score": "4"}``), ``json_object`` (the same schema in the form
+            llama-cpp-python's server takes) or ``choice`` (a bare ``"4"``). The free-text
+            parser stays the fallback when the endpoint ignores the schema, and a refused
+            format is asked again one rung down (``json_schema``, ``json_object``, none).
         grader_structured: The same for the grader (``{"verdict": "CORRECT"}``).
         temperature: Sampling temperature of the model under test (null: not sent, for
             endpoints that only accept their default, such as OpenAI's o-series).

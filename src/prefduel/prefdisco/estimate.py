@@ -10,7 +10,8 @@ Two figures, because replies decide how many calls an episode makes:
 * **max_calls**: the worst case, a true bound: every stage asks again after each malformed
   reply up to its tries (``ask_attempts``, the router's attempts, ``phrase_attempts``,
   ``judge_attempts`` for judge and grader), each judge and grader request asking for
-  structured output is refused and sent again without it, the grader is asked for every
+  structured output is refused at each rung and sent again one rung down (``json_schema``,
+  then ``json_object``, then none), the grader is asked for every
   episode, and the routers are measured on the labelled questions when ``auto`` may choose
   the LLM router.
 
@@ -35,7 +36,12 @@ from prefduel.prefdisco.dataset import Dataset
 from prefduel.prefdisco.episodes import EpisodeKey, answer_request, ask_request, oracle_info
 from prefduel.prefdisco.interview_belief import Candidate
 from prefduel.prefdisco.interview_replies import phrase_stage
-from prefduel.prefdisco.judging import grader_request, judge_request
+from prefduel.prefdisco.judging import (
+    SCORE_ANSWER,
+    VERDICT_ANSWER,
+    grader_request,
+    judge_request,
+)
 from prefduel.prefdisco.router_check import llm_router, load_router_questions, measures_llm_router
 from prefduel.prefdisco.routing import LLMRouter
 from prefduel.prefdisco.store import read_jsonl
@@ -134,9 +140,10 @@ class _EpisodeCalls:
             info = oracle_info(profile, dataset.taxonomy)
         requests.append(answer_request(key, task, info, settings))
         tries = settings.judge_attempts
-        # an endpoint that refuses structured output is asked again without it
-        judge_sends = 2 if worst and settings.judge_structured != "off" else 1
-        grader_sends = 2 if worst and settings.grader_structured != "off" else 1
+        # an endpoint that refuses structured output is asked again one rung down
+        # (json_schema -> json_object -> none; `AnswerFormat.sends_at_most`)
+        judge_sends = SCORE_ANSWER.sends_at_most(settings.judge_structured) if worst else 1
+        grader_sends = VERDICT_ANSWER.sends_at_most(settings.grader_structured) if worst else 1
         for p in profile:
             rubric = dataset.rubrics[(p.attribute, p.value)]
             requests += judge_sends * _tries(
