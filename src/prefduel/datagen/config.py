@@ -35,9 +35,10 @@ Students may also be rendered from TutorSim's 7-trait template:
 ``students: {template: 20, quirks: 2}`` (`prefduel.datagen.collections`).
 
 A role may ask for structured output (``models.<role>.structured``: ``auto``, ``json_schema``,
-``choice`` for the judge, or ``off``; `prefduel.llm.structured`); a structured judge (``auto`` or
-``json_schema``) gets ``max_tokens: 16`` unless it sets its own (``{"pick": "A"}`` needs more
-than the default 4).
+``json_object`` (llama-cpp-python's form), ``choice`` for the judge, or ``off``;
+`prefduel.llm.structured`); a structured judge (``auto``, ``json_schema`` or ``json_object``)
+gets ``max_tokens: 16`` unless it sets its own (``{"pick": "A"}`` needs more than the default
+4).
 
 Style, need and taste values (``style:`` of personas, ``need:`` of kinds and cues, ``taste:``,
 ``cue_following`` and ``quirks`` of students) are read only by the offline scripted backend,
@@ -269,7 +270,7 @@ def _models(section: ModelsSection | None, where: Where) -> dict[str, RoleModel]
             entry = {"model": section.default, **DEFAULT_ROLE_SETTINGS[role], **given}
             if (
                 role == "judge"
-                and given.get("structured") in ("auto", "json_schema")
+                and given.get("structured") in ("auto", "json_schema", "json_object")
                 and "max_tokens" not in given
             ):
                 entry["max_tokens"] = STRUCTURED_JUDGE_TOKENS

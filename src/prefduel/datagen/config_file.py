@@ -39,7 +39,8 @@ DEFAULT_ROLE_SETTINGS: dict[str, dict[str, Any]] = {
 }
 DEFAULT_RETRIES = {"question": 2, "answer": 2, "rater": 2, "judge": 0}
 #: A structured judge answer (``{"pick": "A"}``) needs more than the default 4 tokens: the
-#: judge's ``max_tokens`` when ``structured`` is ``auto`` or ``json_schema`` and none is given.
+#: judge's ``max_tokens`` when ``structured`` asks for an object (``auto``, ``json_schema``,
+#: ``json_object``) and none is given.
 STRUCTURED_JUDGE_TOKENS = 16
 #: How the judge's pick probability is measured (``judge: {mode: ...}``).
 JudgeMode = Literal["samples", "logprobs"]
@@ -104,7 +105,8 @@ class RoleModel:
             given as a mapping, stored as sorted pairs.
         structured: Ask for structured output (``response_format`` with a JSON schema, or a
             constrained choice for the judge; `prefduel.llm.structured`): ``auto``,
-            ``json_schema``, ``choice`` (judge only) or ``off`` (default).
+            ``json_schema``, ``json_object`` (llama-cpp-python's form), ``choice`` (judge
+            only) or ``off`` (default).
     """
 
     model: Text
