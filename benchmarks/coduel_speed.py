@@ -1,12 +1,21 @@
-"""Speed and memory of one CODuel run (issue 3 targets: <= 10 s on one core for a 350-arrival
-roster, < 500 MB per run).
+"""Speed and memory of CODuel, and its cost as the population grows (issue 18 targets: <= 2 s
+per 350-arrival run on one core; cost per arrival flat in N, 10,000 arrivals <= 60 s).
 
-Each run happens in a fresh process limited to one core's worth of BLAS threads; the script
-prints its wall time, its peak resident memory, and the ratio to ``notransfer`` measured the
-same way in the same invocation.
+Every run happens in a fresh process limited to one core's worth of BLAS threads; the script
+prints its wall and CPU time, its peak resident memory, and ratios to ``notransfer`` measured
+the same way in the same invocation. Compiled kernels are used when numba is installed
+(``pip install prefduel[fast]``; the first run ever compiles them into numba's cache, which
+``--warm`` does before timing); ``PREFDUEL_NUMBA=0`` times the numpy path.
 
-    python benchmarks/coduel_speed.py                       # control-unstructured, seed 0
-    python benchmarks/coduel_speed.py --rosters dev,control-scrambled --spec coduel:pair=greedy
+    python benchmarks/coduel_speed.py                        # 350-arrival rosters, seed 0
+    python benchmarks/coduel_speed.py --sizes 150,300,600,1200,10000 --full-upto 1200
+    python benchmarks/coduel_speed.py --rosters dev --spec coduel:pair=greedy
+
+``--sizes`` builds ``dev`` with N arrivals (the roster API: `dataclasses.replace` of its
+`Roster`, as the files in ``benchmarks/rosters/`` do) and prints the cost-vs-N table: CPU per
+run and per arrival for ``notransfer``, ``--spec`` and, up to ``--full-upto`` arrivals, the
+full refit (``coduel:em=full,recal_growth=0``, the population refitted over every completed
+user after each session, as before issue 18).
 """
 
 from __future__ import annotations
@@ -16,47 +25,99 @@ import multiprocessing as mp
 import resource
 import time
 
+ROSTERS_350 = "control-unstructured,control-scrambled,test-profiles,test-quirky"
+FULL_REFIT = "coduel:em=full,recal_growth=0"
 
-def _one_run(args: tuple[str, int, str]) -> tuple[float, float, float]:
-    roster, seed, spec = args
+
+def _one_run(args: tuple[str, int, int | None, str]) -> tuple[float, float, float, float]:
+    roster, seed, arrivals, spec = args
+    start_process = time.perf_counter()
+    from dataclasses import replace
+
     from threadpoolctl import threadpool_limits
 
     from prefduel.runner.cell import run_cell
     from prefduel.worlds import get_world
+    from prefduel.worlds.rosters import get_roster
+    from prefduel.worlds.tutorsim import generate_world
 
-    world = get_world(roster, seed, allow_test=True)
+    if arrivals is None:
+        world = get_world(roster, seed, allow_test=True)
+    else:
+        world = generate_world(replace(get_roster(roster), arrivals=arrivals), seed)
     with threadpool_limits(limits=1):
         start, cpu_start = time.perf_counter(), time.process_time()
         run_cell(world, spec)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return wall, cpu, peak_mb
+    return wall, cpu, peak_mb, time.perf_counter() - start_process
 
 
-def measure(roster: str, seed: int, spec: str) -> tuple[float, float, float]:
-    """Wall time (s), CPU time (s) and peak RSS (MB) of one run in a fresh process (the CPU
-    time is what a busy machine cannot inflate; on an idle one the two agree)."""
+def measure(
+    roster: str, seed: int, spec: str, arrivals: int | None = None
+) -> tuple[float, float, float, float]:
+    """Wall time (s), CPU time (s), peak RSS (MB) of one run in a fresh process, and the
+    process's whole time from its first import (the CPU time is what a busy machine cannot
+    inflate; on an idle one wall and CPU agree)."""
     ctx = mp.get_context("spawn")
     with ctx.Pool(1) as pool:
-        return pool.apply(_one_run, ((roster, seed, spec),))
+        return pool.apply(_one_run, ((roster, seed, arrivals, spec),))
+
+
+def rosters_table(rosters: list[str], seed: int, spec: str) -> None:
+    """One run per roster, against ``notransfer`` in the same invocation."""
+    print(f"one run, seed {seed}, one core (target 2 s per 350-arrival run)")
+    for roster in rosters:
+        _, c_ref, _, p_ref = measure(roster, seed, "notransfer")
+        t, cpu, m, proc = measure(roster, seed, spec)
+        print(
+            f"{roster:22s} {spec:22s} {t:5.2f} s wall, CPU {cpu:5.2f} s (target 2 s: ratio "
+            f"{cpu / 2:.2f}), process {proc:5.2f} s, peak {m:4.0f} MB | notransfer CPU "
+            f"{c_ref:5.2f} s, process {p_ref:5.2f} s: {cpu / c_ref:5.1f}x CPU, "
+            f"{proc / p_ref:4.1f}x process",
+            flush=True,
+        )
+
+
+def sizes_table(sizes: list[int], seed: int, spec: str, full_upto: int) -> None:
+    """The cost-vs-N table on ``dev`` with N arrivals."""
+    print(f"\ncost vs N: dev with N arrivals, seed {seed}, CPU seconds of one run (one core)")
+    print(
+        f"{'N':>6s} {'notransfer':>11s} {spec:>12s} {'ms/arrival':>11s} {'vs notransfer':>14s}"
+        f" {'full refit':>11s} {'ms/arrival':>11s} {'vs notransfer':>14s} {'peak MB':>8s}"
+    )
+    for n in sizes:
+        _, c_ref, _, _ = measure("dev", seed, "notransfer", n)
+        _, cpu, mem, _ = measure("dev", seed, spec, n)
+        full = ""
+        if n <= full_upto:
+            _, c_full, _, _ = measure("dev", seed, FULL_REFIT, n)
+            full = f"{c_full:11.2f} {1e3 * c_full / n:11.2f} {c_full / c_ref:13.1f}x"
+        target = f"   (target 60 s: ratio {cpu / 60:.2f})" if n >= 10_000 else ""
+        print(
+            f"{n:6d} {c_ref:11.2f} {cpu:12.2f} {1e3 * cpu / n:11.2f} {cpu / c_ref:13.1f}x "
+            f"{full:>38s} {mem:8.0f}{target}",
+            flush=True,
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rosters", default="control-unstructured")
+    parser.add_argument("--rosters", default=ROSTERS_350, help="'' to skip the roster table")
+    parser.add_argument("--sizes", default="", help="arrivals for the cost-vs-N table")
+    parser.add_argument("--full-upto", type=int, default=1200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spec", default="coduel")
+    parser.add_argument("--warm", action="store_true", help="compile the kernels first")
     args = parser.parse_args()
-    for roster in args.rosters.split(","):
-        t_ref, _, m_ref = measure(roster, args.seed, "notransfer")
-        t, cpu, m = measure(roster, args.seed, args.spec)
-        print(
-            f"{roster:22s} {args.spec:22s} {t:6.2f} s (target 10 s: ratio {t / 10:.2f}; "
-            f"CPU {cpu:5.2f} s), "
-            f"peak {m:6.0f} MB (target 500 MB) | notransfer {t_ref:5.2f} s, {m_ref:4.0f} MB: "
-            f"{t / t_ref:5.1f}x time",
-            flush=True,
-        )
+    if args.warm:
+        measure("dev", args.seed, args.spec, 60)
+    rosters = [r for r in args.rosters.split(",") if r]
+    if rosters:
+        rosters_table(rosters, args.seed, args.spec)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    if sizes:
+        sizes_table(sizes, args.seed, args.spec, args.full_upto)
 
 
 if __name__ == "__main__":

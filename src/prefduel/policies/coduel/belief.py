@@ -176,3 +176,29 @@ class MixtureBelief:
         p_y = p_first if y == 1 else 1.0 - p_first
         self.log_weight = self.log_weight + np.log(np.maximum(p_y, 1e-300))
         return float(w @ p_y)
+
+
+def likelihood_summaries(
+    z: np.ndarray, y: np.ndarray, prior_var: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gaussian likelihood summaries of users' clicks by a Laplace pass from an isotropic prior.
+
+    Args:
+        z: ``(n, T, d)`` click features (first minus second; zero rows are no-ops).
+        y: ``(n, T)`` outcomes.
+        prior_var: Variance of the isotropic prior used for the pass (then divided out).
+
+    Returns:
+        ``(lam (n, d, d), h (n, d), mean (n, d))``: likelihood precision, information vector,
+        and posterior mean under the isotropic prior.
+    """
+    n, t, d = z.shape
+    mu = np.zeros((n, d))
+    sigma = np.broadcast_to(prior_var * np.eye(d), (n, d, d)).copy()
+    for r in range(t):
+        mu, sigma, _ = laplace_step_batch(mu, sigma, z[:, r], y[:, r])
+    prec = np.linalg.inv(sigma)
+    prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
+    lam = prec - np.eye(d) / prior_var
+    h = np.einsum("nij,nj->ni", prec, mu)
+    return lam, h, mu

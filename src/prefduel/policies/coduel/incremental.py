@@ -27,6 +27,8 @@ Storage is by slot: ``max_components + 1`` columns, component i of the populatio
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from prefduel.policies.coduel import kernels
@@ -40,6 +42,22 @@ from prefduel.policies.coduel.population import (
 FULL_PASS_BATCH = 2048
 #: A dying component's users with more responsibility than this get a fresh E-step.
 DEATH_REFRESH = 1e-8
+
+
+def next_full_pass(n: int, every: int, growth: float) -> int:
+    """The session of the next full pass (and recalibration refit) after one at session
+    ``n``: ``n + max(every, ceil(growth n))``. With ``growth > 0`` the passes up to N number
+    O(log N) and revisit O(N (1 + 1 / growth)) users in all, a bounded cost per session."""
+    return n + max(every, math.ceil(growth * n))
+
+
+def full_pass_points(first: int, every: int, growth: float, upto: int) -> list[int]:
+    """All full-pass sessions ``<= upto`` of the schedule starting at session ``first``."""
+    points, n = [], first
+    while n <= upto:
+        points.append(n)
+        n = next_full_pass(n, every, growth)
+    return points
 
 
 def user_terms(
@@ -99,7 +117,8 @@ class IncrementalEM:
         self.s1_sum = np.zeros((n_slots, d))
         self.s2_sum = np.zeros((n_slots, d, d))
         self.cursor = 0
-        self.refreshed = 0  # user E-steps done (for the cost bound)
+        self.refreshed = 0  # user E-steps done (for the cost bound), of which
+        self.death_refreshed = 0  # those of users whose component died
 
     # -- per session ---------------------------------------------------------------------
 
@@ -158,6 +177,7 @@ class IncrementalEM:
         """E-step of ``users`` under the current components; their stored terms are replaced
         (and the sums updated, unless ``update_sums`` is False: then call `resum`)."""
         pop = self.pop
+        self.refreshed += len(users)
         loglik, m, second = user_terms(lam, h, pop.mu[1:], pop.cov[1:], pop.prior_var)
         logr = loglik + np.log(np.maximum(pop.weights(), 1e-300))
         logr -= logr.max(axis=1, keepdims=True)
@@ -225,6 +245,7 @@ class IncrementalEM:
             self.s2[:n, slot] = 0.0
         self.resum()
         if held.size:
+            self.death_refreshed += held.size
             self.refresh(held, all_lam[held], all_h[held])
         pop.counts = self.w_sum[np.asarray(self.slots)].copy()
 

@@ -9,7 +9,9 @@ sessions:
    are reweighted by each click's predictive probability.
 2. **Population** (``population.py``): after each session, warm-started EM over completed
    users' Gaussian likelihood summaries; a fixed isotropic component with weight
-   >= alpha / (alpha + n); births and deaths; at most ``components`` learned components.
+   >= alpha / (alpha + n); births and deaths; at most ``components`` learned components. The
+   EM is incremental (``incremental.py``): the new user and a round-robin chunk of earlier
+   ones per session, bounded full passes on a schedule whose gaps grow with n.
 3. **Recalibration** (``recal.py``): g is replaced by ``(A g)_p`` with ``A = a I + A'`` fitted
    by logistic regression on all completed sessions' clicks (ridge on A'), first after
    ``recal_first`` sessions and refitted every ``recal_every``.
@@ -23,9 +25,11 @@ sessions:
 
 Every component has a setting that switches it off, so each ablation is a spec string:
 ``coduel:population=off``, ``coduel:recal=off``, ``coduel:pair=greedy``, ``coduel:gate=off``.
-Issue 18's departures from the seed are settings too, each off by default (today's CODuel):
-``pair=kg``, ``recal_scale=off``, ``recal_prior=population``, ``birth_margin=...``,
-``split=on``.
+Issue 18's departures from the seed are settings too: ``pair=kg`` (the default, settled on
+dev; ``pair=lookahead`` is the rule before), ``recal_scale=off``, ``recal_prior=population``,
+``birth_margin=...``, ``split=on`` (off by default). So is the cost work of issue 18:
+``em=full,recal_growth=0`` is the population refit over every completed user after each
+session, as before it.
 """
 
 from __future__ import annotations
@@ -37,63 +41,14 @@ import numpy as np
 
 from prefduel.policies.base import Policy
 from prefduel.policies.coduel import kernels
-from prefduel.policies.coduel.belief import MixtureBelief, laplace_step_batch
-from prefduel.policies.coduel.incremental import IncrementalEM
+from prefduel.policies.coduel.belief import MixtureBelief, likelihood_summaries
+from prefduel.policies.coduel.checks import _choice, _positive, _switch
+from prefduel.policies.coduel.incremental import IncrementalEM, next_full_pass
 from prefduel.policies.coduel.pair_rule import greedy_pair, lookahead_pair
 from prefduel.policies.coduel.population import Population, component_posteriors
 from prefduel.policies.coduel.recal import apply_recalibration, fit_recalibration
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
-
-
-def _switch(name: str, value: Any) -> bool:
-    if value is True or value == "on":
-        return True
-    if value is False or value == "off":
-        return False
-    raise ValueError(f"{name} must be on or off, got {value!r}")
-
-
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-    return value
-
-
-def _positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> Any:
-    kinds = (int,) if integer else (int, float)
-    ok = isinstance(value, kinds) and not isinstance(value, bool)
-    if ok and (value > 0 or (allow_zero and value == 0)):
-        return value
-    what = "an integer" if integer else "a number"
-    bound = ">= 0" if allow_zero else "> 0"
-    raise ValueError(f"{name} must be {what} {bound}, got {value!r}")
-
-
-def likelihood_summaries(
-    z: np.ndarray, y: np.ndarray, prior_var: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Gaussian likelihood summaries of users' clicks by a Laplace pass from an isotropic prior.
-
-    Args:
-        z: ``(n, T, d)`` click features (first minus second; zero rows are no-ops).
-        y: ``(n, T)`` outcomes.
-        prior_var: Variance of the isotropic prior used for the pass (then divided out).
-
-    Returns:
-        ``(lam (n, d, d), h (n, d), mean (n, d))``: likelihood precision, information vector,
-        and posterior mean under the isotropic prior.
-    """
-    n, t, d = z.shape
-    mu = np.zeros((n, d))
-    sigma = np.broadcast_to(prior_var * np.eye(d), (n, d, d)).copy()
-    for r in range(t):
-        mu, sigma, _ = laplace_step_batch(mu, sigma, z[:, r], y[:, r])
-    prec = np.linalg.inv(sigma)
-    prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
-    lam = prec - np.eye(d) / prior_var
-    h = np.einsum("nij,nj->ni", prec, mu)
-    return lam, h, mu
 
 
 @POLICIES.register("coduel")
@@ -103,9 +58,10 @@ class CODuel(Policy):
     Args:
         population: ``on`` | ``off`` - learn a mixture prior from completed sessions.
         recal: ``on`` | ``off`` - recalibrate the rater feature with a learned 6x6 map.
-        pair: ``lookahead`` | ``kg`` | ``greedy`` - knowledge-gradient pair rule (the best
-            persona valued by each component's updated mean), the same valued on the decision
-            (the current belief's best persona, the same for every pair), or greedy pairs.
+        pair: ``kg`` | ``lookahead`` | ``greedy`` - knowledge-gradient pair rule with the
+            best persona valued on the decision (the current belief's, the same for every
+            pair; the default since issue 18, better on dev), the same with the best persona
+            valued by each component's updated mean (the rule before), or greedy pairs.
         gate: ``on`` | ``off`` - transfer only while it predicts clicks better.
         alpha: Dirichlet-process concentration (20).
         components: Maximum learned components (16).
@@ -127,6 +83,16 @@ class CODuel(Policy):
             the best learned component's (0, the seed's rule).
         split: ``on`` | ``off`` - try a split move of the population (off).
         split_every: Sessions between split attempts (10).
+        em: ``incremental`` | ``full`` - after each session, incremental EM over the new user
+            and ``em_chunk`` earlier ones (round robin) with bounded full passes on the refit
+            schedule (`prefduel.policies.coduel.incremental`), or the full refit over every
+            completed user (before issue 18: cost per session grows with n).
+        em_chunk: Earlier users whose E-step is redone after each session (50).
+        recal_growth: Refits (and full passes) every ``max(recal_every, ceil(recal_growth n))``
+            sessions (0.1; 0: every ``recal_every``, as before issue 18).
+        recal_window: Completed users, the most recent, whose clicks A is fitted on (1000).
+        pass_budget: User E-steps a full pass may spend: ``min(10, pass_budget // n)`` EM
+            iterations after a refit, at least one (3000; ``em=full`` always does 10).
     """
 
     name = "coduel"
@@ -156,6 +122,7 @@ class CODuel(Policy):
         em_chunk: int = 50,
         recal_growth: float = 0.1,
         recal_window: int = 1000,
+        pass_budget: int = 3000,
     ) -> None:
         self.population = _switch("population", population)
         self.recal = _switch("recal", recal)
@@ -182,6 +149,7 @@ class CODuel(Policy):
         self.em_chunk = _positive("em_chunk", em_chunk, integer=True, allow_zero=True)
         self.recal_growth = float(_positive("recal_growth", recal_growth, allow_zero=True))
         self.recal_window = _positive("recal_window", recal_window, integer=True)
+        self.pass_budget = _positive("pass_budget", pass_budget, integer=True)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -321,8 +289,7 @@ class CODuel(Policy):
         self.log_y.append(np.r_[self.s_y, -np.ones(max(pad, 0), int)].astype(int))
         refit = self.n_sessions == self.next_refit
         if refit:  # the schedule's gaps grow with n: recal_every, then recal_growth x n
-            gap = max(self.recal_every, math.ceil(self.recal_growth * self.n_sessions))
-            self.next_refit += gap
+            self.next_refit = next_full_pass(self.n_sessions, self.recal_every, self.recal_growth)
         recal = refit and self.recal and self.layout_ok
         if recal:
             self._refit_recalibration()
@@ -351,8 +318,8 @@ class CODuel(Policy):
             self.pop.add_session(self.lam[-1], self.h[-1], self.lam, self.h, iters)
             return
         self.em_state.add_session(self.lam, self.h)
-        if refit:
-            self.em_state.full_pass(self.lam, self.h, iters)
+        if refit:  # a bounded full pass: at most pass_budget user E-steps (>= 1 iteration)
+            self.em_state.full_pass(self.lam, self.h, min(iters, max(1, self.pass_budget // n)))
             self.full_passes.append(n)
         if self.split and n % self.split_every == 0 and self.pop.try_split(self.lam, self.h):
             self.em_state = IncrementalEM(self.pop, self.em_chunk)  # new components
