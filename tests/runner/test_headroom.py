@@ -160,17 +160,33 @@ def _util(phi: np.ndarray, theta: np.ndarray) -> np.ndarray:
     return np.einsum("tkd,md->tkm", phi, theta)
 
 
+def _pm(util: np.ndarray) -> np.ndarray:
+    """``(T, K, M)`` utilities as the ``(1, T, M, K)`` batch `lookahead_values` reads."""
+    return np.swapaxes(util, 1, 2)[None]
+
+
+def _lik(phi: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """`pair_likelihoods` of one arrival's rounds, checked against the definition."""
+    lik = pair_likelihoods(phi[None], theta)
+    util = _util(phi, theta)
+    for p, (a, b) in enumerate(pairs_of(phi.shape[-2])):
+        np.testing.assert_allclose(
+            lik[0, :, p], 1.0 / (1.0 + np.exp(-BETA * (util[:, a] - util[:, b]))), rtol=1e-12
+        )
+    return lik
+
+
 def test_lookahead_values_are_the_brute_force_expectation():
     world, theta = _world_and_theta(6, n=8, s=4, k=5, d=6)
     w = normalized(prior_log_weights(world.student_index))
     w[0] *= np.linspace(0.2, 2.0, world.N)
     w[0] /= w[0].sum()
     util = _util(world.Phi[0], theta)
-    values = lookahead_values(util[None], pair_likelihoods(util[None, :-1]), w[:1])[0]
+    values = lookahead_values(_pm(util), _lik(world.Phi[0, :-1], theta), w[:1])[0]
     brute = [_brute_value(util, w[0], tuple(int(x) for x in p)) for p in pairs_of(world.K)]
     np.testing.assert_allclose(values, brute, rtol=1e-12)
     # one round: the value is the posterior mean utility of the pair, so the best is greedy
-    one = lookahead_values(util[None, :1], pair_likelihoods(util[None, :0]), w[:1])[0]
+    one = lookahead_values(_pm(util[:1]), _lik(world.Phi[0, :0], theta), w[:1])[0]
     best = pairs_of(world.K)[np.argmax(one)]
     assert tuple(best) == tuple(sorted(top_two(util[0] @ w[0])))
 
@@ -193,9 +209,14 @@ def _greedy_rule(util, w):
     return top_two(util[0] @ w)
 
 
-def _lookahead_rule(util, w):
-    values = lookahead_values(util[None], pair_likelihoods(util[None, :-1]), w[None])[0]
-    return tuple(pairs_of(util.shape[1])[int(np.argmax(values))])
+def _lookahead_rule(phi, theta):
+    def rule(util, w):
+        rounds = util.shape[0]
+        lik = pair_likelihoods(phi[None, -rounds:-1], theta)
+        values = lookahead_values(_pm(util), lik, w[None])[0]
+        return tuple(pairs_of(util.shape[1])[int(np.argmax(values))])
+
+    return rule
 
 
 def test_the_lookahead_is_never_worse_than_greedy_in_exact_expectation():
@@ -208,7 +229,7 @@ def test_the_lookahead_is_never_worse_than_greedy_in_exact_expectation():
         for n in range(world.N):
             util = _util(world.Phi[n], theta)
             greedy = _expected_regret(util, prior[n], _greedy_rule)
-            ahead = _expected_regret(util, prior[n], _lookahead_rule)
+            ahead = _expected_regret(util, prior[n], _lookahead_rule(world.Phi[n], theta))
             assert ahead <= greedy + 1e-12, (seed, n)
             gains.append(greedy - ahead)
     assert max(gains) > 1e-4  # and on some arrivals it is strictly better

@@ -1,0 +1,160 @@
+"""Headroom of transfer: the population-prior references beside the per-user oracle (issue 18).
+
+For every roster and seed, computes the reference rows (`prefduel.runner.references`, which
+include ``ref:oracle-prior`` and ``ref:oracle-prior-lookahead``) and runs the given policies in
+this process, then prints per roster the scores (mean ± s.e. over seeds) and the paired steps of
+the decomposition with 95% t intervals over seeds:
+
+* ``ref:oracle-prior -> ref:oracle-user``: the price of 24 clicks (a learner that knows the
+  population still has to find out which user this is);
+* ``ref:oracle-prior -> ref:oracle-prior-lookahead``: what a better pair rule adds;
+* each policy ``-> ref:oracle-prior``: what a perfect population model would add.
+
+It also prints the CPU time per world-seed of the two new references and of the whole set of
+references, against a ``notransfer`` run on the same world in the same process (the yardstick).
+``--horizons`` also scores the lookahead at other horizons, paired against greedy pairs (the
+horizon of the row was chosen on ``dev`` this way).
+
+    python benchmarks/headroom.py --rosters dev --seeds 0-31 --horizons 2,3,4,5,6
+    python benchmarks/headroom.py --rosters test-profiles,test-composite,test-quirky \\
+        --seeds 0-31 --allow-test --out headroom.jsonl   # references only look at the world
+    prefduel stats headroom.jsonl --format md --allow-test   # the leaderboard lines
+
+One process and one BLAS thread (CPU times are of one core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+
+import numpy as np
+from scipy import stats
+from threadpoolctl import threadpool_limits
+
+from prefduel.cli.main import parse_seeds
+from prefduel.runner import headroom, references
+from prefduel.runner.cell import run_cell, summarize
+from prefduel.worlds import get_world
+
+SHOWN = (
+    "ref:oracle-user",
+    "ref:best-pair-per-user",
+    "ref:oracle-prior-lookahead",
+    "ref:oracle-prior",
+)
+STEPS = (
+    ("ref:oracle-prior", "ref:oracle-user", "price of 24 clicks"),
+    ("ref:oracle-prior", "ref:oracle-prior-lookahead", "pair rule (lookahead)"),
+)
+
+
+def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and the two ends of a t interval."""
+    mean = float(values.mean())
+    if values.size < 2:
+        return mean, float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, values.size - 1) * values.std(ddof=1)
+    return mean, mean - half / np.sqrt(values.size), mean + half / np.sqrt(values.size)
+
+
+def _timed_play(timings: dict[str, list[float]]):
+    """`headroom.play_oracle_prior` that records its CPU time per horizon in ``timings``."""
+
+    def play(world, theta, **kwargs):
+        start = time.process_time()
+        out = headroom.play_oracle_prior(world, theta, **kwargs)
+        key = "ref:oracle-prior" if kwargs.get("horizon", 1) <= 1 else "ref:oracle-prior-lookahead"
+        timings[key].append(time.process_time() - start)
+        return out
+
+    return play
+
+
+def measure(roster: str, seeds: list[int], policies: list[str], horizons: list[int], allow_test,
+            out=None):
+    """Scores ``{name: {seed: score}}`` and CPU times ``{what: [seconds per world-seed]}``;
+    the reference and policy rows are also written to the open file ``out`` (JSON lines)."""
+    scores: dict[str, dict[int, float]] = defaultdict(dict)
+    timings: dict[str, list[float]] = defaultdict(list)
+    references.play_oracle_prior = _timed_play(timings)  # time the two rows inside the set
+    for seed in seeds:
+        world = get_world(roster, seed, allow_test=allow_test)
+        start = time.process_time()
+        rows = references.reference_rows(world)
+        timings["all references"].append(time.process_time() - start)
+        for spec in policies:
+            start = time.process_time()
+            rows.append(run_cell(world, spec))
+            timings[spec].append(time.process_time() - start)
+        for row in rows:
+            scores[row["policy"]][seed] = row["score"]
+            if out is not None:
+                out.write(json.dumps(row, separators=(",", ":")) + "\n")
+        if horizons:
+            theta = references.linear_oracle_theta(world.Phi, world.U)
+            for h in horizons:
+                run = headroom.play_oracle_prior(world, theta, horizon=h)
+                scores[f"lookahead, horizon {h}"][seed] = summarize(world, run.first, run.second)[
+                    "score"
+                ]
+        print(f"  {roster} seed {seed}: done", flush=True)
+    references.play_oracle_prior = headroom.play_oracle_prior
+    return scores, timings
+
+
+def _paired(scores, a: str, b: str) -> str:
+    seeds = sorted(set(scores[a]) & set(scores[b]))
+    diff = np.array([scores[b][s] - scores[a][s] for s in seeds])
+    m, lo, hi = mean_ci(diff)
+    return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def report(roster: str, scores, timings, policies: list[str], horizons: list[int]) -> None:
+    """Print the score table, the decomposition and the costs of one roster."""
+    n = len(scores["ref:floor"])
+    print(f"\n## {roster} ({n} seeds, each an independent world; mean ± s.e. over seeds)\n")
+    print("| row | score |\n|---|---|")
+    for name in (*SHOWN, *policies):
+        v = np.array(list(scores[name].values()))
+        print(f"| `{name}` | {v.mean():.2f} ± {v.std(ddof=1) / np.sqrt(v.size):.2f} |")
+    print("\n| step | score difference (paired, 95% CI) |\n|---|---|")
+    for a, b, label in STEPS:
+        print(f"| {label}: `{a}` -> `{b}` | {_paired(scores, a, b)} |")
+    for spec in policies:
+        print(f"| population model: `{spec}` -> `ref:oracle-prior` | "
+              f"{_paired(scores, spec, 'ref:oracle-prior')} |")
+    for h in horizons:
+        print(f"| horizon {h}: `ref:oracle-prior` -> lookahead | "
+              f"{_paired(scores, 'ref:oracle-prior', f'lookahead, horizon {h}')} |")
+    yard = np.mean(timings["notransfer"]) if timings.get("notransfer") else float("nan")
+    print("\n| CPU per world-seed | seconds (mean) | x `notransfer` run |\n|---|---|---|")
+    for what, values in timings.items():
+        print(f"| {what} | {np.mean(values):.2f} | {np.mean(values) / yard:.2f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rosters", default="dev")
+    parser.add_argument("--seeds", default="0-31")
+    parser.add_argument("--policies", default="notransfer", help="run beside (default: notransfer)")
+    parser.add_argument("--horizons", default="", help="also score the lookahead at these")
+    parser.add_argument("--allow-test", action="store_true")
+    parser.add_argument("--out", default=None, help="also write the rows here (JSON lines)")
+    args = parser.parse_args()
+    seeds = parse_seeds(args.seeds)
+    policies = [p for p in args.policies.split(",") if p]
+    horizons = [int(h) for h in args.horizons.split(",") if h]
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    for roster in args.rosters.split(","):
+        with threadpool_limits(1):  # CPU time of one core, as in the other benchmarks
+            scores, timings = measure(roster, seeds, policies, horizons, args.allow_test, out)
+        report(roster, scores, timings, policies, horizons)
+    if out is not None:
+        out.close()
+
+
+if __name__ == "__main__":
+    main()
