@@ -288,7 +288,7 @@ def failure_lines(failed: Sequence[tuple[str, str]], shown: int = 5) -> list[str
 
 def router_line(check: Mapping[str, Any]) -> str:
     """The router a run used and how each measured router did on the labelled questions."""
-    from prefduel.prefdisco.report_render import router_text
+    from prefduel.prefdisco.report_text import router_text
 
     return router_text(check)
 
@@ -364,7 +364,7 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
     condition and NormAlign (an undefined one with its reason) on n instances, then questions,
     disclosure, stop reasons and the follow-up change rate; warnings, the simulated user's
     style, the router, and whether the run was offline."""
-    from prefduel.prefdisco.report_render import (
+    from prefduel.prefdisco.report_text import (
         OFFLINE_NOTE,
         instances_text,
         label_of,

@@ -27,10 +27,13 @@ Modules: `taxonomy` (Θ), `persona_space`, `personas`, `preferences` (sparse pro
 `rubrics`, `tasks` (loaders and the built-in set), `matching` (accuracy
 rules), `routing` (keyword and LLM routers), `router_check` (their accuracy on labelled
 questions, ``router: auto``), `user` (the passive user: importance levels, terse and vague
-styles), `prompts`, `episodes`, `judging`, `metrics` (pure), `calls` (each episode's calls
-and cost), `pipeline` (`generate_dataset`, `run_study`, built on `dataset`,
-`study` and `clients`), `estimate` (the dry run), `report` (data) with `report_render` and
-`report_figures`, `scripted` (offline roles), `config`, `store`.
+styles), `prompts`, `episodes` (the ask strategy), the Bayesian interviewer strategy
+(`interviewer`, with `interview_prior`, `interview_belief`, `interview_replies` and
+`interview_config`), `follow_up` (the counterfactual follow-up check), `judging`, `metrics`
+(pure), `calls` (each episode's calls and cost), `pipeline` (`generate_dataset`, `run_study`,
+built on `dataset`, `study` and `clients`), `estimate` (the dry run), `report` (data) with
+`report_render`, `report_text` and `report_figures`, `scripted` (offline roles), `config`,
+`store`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,12 @@ is requested with the same system prompt and template; only the information bloc
   with its finish reason (``Transcript.asks``);
 * ``oracle``: the full hidden profile (attribute, value, importance) as the information.
 
+This module runs the ``ask`` strategy of discovery (the model asks); the ``interviewer``
+strategy has its own runner (`prefduel.prefdisco.interviewer`) with the same final request.
+With ``follow_up_check`` an ask episode also records whether the model's second question
+changes when the first reply is altered (`ask_follow_up`, one more ask request;
+`prefduel.prefdisco.follow_up`).
+
 Every request is a pure function of the dataset, the settings and earlier answers, so a re-run
 sends the same requests, and the LLM cache answers those already paid for (resume). Each turn
 goes through the stage engine (`prefduel.llm.stages.ask`), one call at a time: the next

@@ -1,11 +1,13 @@
 """The interviewer's belief about one user, and the expected information gain of a question.
 
 A `Belief` holds the evidence gathered so far (each attribute's observed *state*, ``absent``
-or a value, and the importance levels heard) on top of an `InterviewPrior` for the task's
-domain. Its predictive distribution of every unobserved attribute's state is:
+or a value; the *hints* of a vague user, present with the value among a set; and the
+importance levels heard) on top of an `InterviewPrior` for the task's domain. Its
+predictive distribution of every unobserved attribute's state is:
 
-1. **the mixture posterior**: ``P(type | evidence) ∝ π_type Π_observed θ[type, a, state]``,
-   then ``P(Z_b = s) = Σ_type P(type | evidence) θ[type, b, s]``;
+1. **the mixture posterior**: ``P(type | evidence) ∝ π_type Π_observed θ[type, a, state]``
+   (a hint contributes ``Σ_{s in hint} θ[type, a, s]``), then ``P(Z_b = s) = Σ_type
+   P(type | evidence) θ[type, b, s]``, restricted to the hint for a hinted attribute;
 2. **the structure of sparse profiles**: attributes of a family that already holds
    ``family_cap`` known preferences are absent; the presence probabilities of the others are
    rescaled so that they add up to the expected number of preferences still hidden,

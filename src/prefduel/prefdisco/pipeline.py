@@ -301,6 +301,24 @@ def _episodes(
     return _Episodes(episode, judge, *stored)
 
 
+def _open_run_folder(
+    dataset: Dataset, settings: RunConfig, clients: RoleClients, out: Path
+) -> tuple[Router, dict[str, Any], str, Any]:
+    """Resolve the router, check the folder's settings, learn the interviewer's prior (if
+    any) and write ``run.json``: (router, router check, settings digest, prior)."""
+    out.mkdir(parents=True, exist_ok=True)
+    router, check = run_sync(_choose_router(dataset, settings, clients))
+    conf = episode_settings(dataset, settings, backends_of(clients), router=router.name)
+    digest = settings_digest(conf)
+    check_run_folder(out, conf)
+    prior, prior_record = interview_prior(dataset, settings, out)
+    run_json = {"format": RUN_FORMAT, "settings": conf, "digest": digest, "router_check": check}
+    if prior_record is not None:
+        run_json["interviewer_prior"] = prior_record
+    write_json(out / "run.json", run_json)
+    return router, check, digest, prior
+
+
 def run_study(
     dataset: Dataset,
     settings: RunConfig,
@@ -334,16 +352,7 @@ def run_study(
         EpisodeError: A call of the router check failed after its retries.
     """
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    router, check = run_sync(_choose_router(dataset, settings, clients))
-    conf = episode_settings(dataset, settings, backends_of(clients), router=router.name)
-    digest = settings_digest(conf)
-    check_run_folder(out, conf)
-    prior, prior_record = interview_prior(dataset, settings, out)
-    run_json = {"format": RUN_FORMAT, "settings": conf, "digest": digest, "router_check": check}
-    if prior_record is not None:
-        run_json["interviewer_prior"] = prior_record
-    write_json(out / "run.json", run_json)
+    router, check, digest, prior = _open_run_folder(dataset, settings, clients, out)
     keys = episode_keys(dataset, settings)
     stored = (
         read_rows(out / "transcripts.jsonl", "transcript file", digest),
