@@ -1,5 +1,5 @@
 """Structured outputs through the stage engine and the real HTTP path: the schema honoured,
-ignored (free text) and refused (asked again without it), per call, with the path recorded."""
+ignored (free text) and refused (asked again one rung down), per call, with the path recorded."""
 
 from __future__ import annotations
 

@@ -234,7 +234,8 @@ class DatagenResult:
                 lines.append(
                     f"{s.stage}: structured output: {s.structured:,d} answer(s) in the schema, "
                     f"{s.structure_ignored:,d} in free text (schema ignored), "
-                    f"{s.structure_rejected:,d} asked again without it (schema refused)"
+                    f"{s.structure_rejected:,d} refused (asked again in the next form: "
+                    "json_schema, json_object, none)"
                 )
         d = self.diagnostics
         if "from_logprobs" in d:

@@ -63,7 +63,7 @@ REJECTION_STATUSES = frozenset({400, 415, 422, 501})
 #: Which path answered a call that asked for structured output.
 PATH_SCHEMA = "schema"  # the reply followed the schema
 PATH_IGNORED = "ignored"  # the endpoint sent free text instead (read by the text parser)
-PATH_REJECTED = "rejected"  # the endpoint refused response_format; asked again without it
+PATH_REJECTED = "rejected"  # every format was refused; answered without response_format
 PATHS = (PATH_SCHEMA, PATH_IGNORED, PATH_REJECTED)
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
