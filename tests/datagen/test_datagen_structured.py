@@ -120,6 +120,9 @@ def test_logprob_judge_one_call_per_configuration_agrees_with_sampling(tmp_path)
     assert abs(z) < 4, z
     assert np.all((p > 0) & (p < 1))
     assert "measured by logprobs" in lp.summary()
+    # no pick was sampled: the summary says so rather than "0 valid, 0 missing"
+    assert "judge: no sampled picks" in lp.summary() and "0 valid" not in lp.summary()
+    assert "judge picks: " in sampled.summary()
 
 
 def test_an_endpoint_without_logprobs_falls_back_to_sampling_per_call(tmp_path):

@@ -200,11 +200,18 @@ class DatagenResult:
         lines = []
         d = self.diagnostics
         if d.get("valid") is not None:
-            lines.append(
-                f"judge picks: {d['valid']:,d} valid, {d['missing']:,d} missing (malformed); "
+            shares = (
                 f"first-shown answer won {100 * d['first_shown_won']:.1f}%, label A chosen "
                 f"{100 * d['label_a_chosen']:.1f}%"
             )
+            if d.get("from_logprobs") and not d["valid"] and not d["missing"]:
+                # every configuration measured by logprobs: no picks were sampled
+                lines.append(f"judge: no sampled picks; by the logprob probabilities, {shares}")
+            else:
+                lines.append(
+                    f"judge picks: {d['valid']:,d} valid, {d['missing']:,d} missing "
+                    f"(malformed); {shares}"
+                )
         if self.malformed:
             by_stage = Counter(m["stage"] for m in self.malformed)
             lines.append(
