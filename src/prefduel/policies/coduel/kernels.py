@@ -178,23 +178,13 @@ def laplace_one(mu, sigma, z, y):  # pragma: no cover - compiled
 
 
 @njit(cache=True, fastmath=_FAST)
-def lookahead_values(weights, mu, sigma, phi, bank, pairs, remaining, updated):  # pragma: no cover
-    """Values of every pair under the lookahead (as `pair_rule.lookahead_pair`).
-
-    Args:
-        weights: ``(C,)``; mu: ``(C, d)``; sigma: ``(C, d, d)``.
-        phi: ``(K, d)`` the current question; bank: ``(Q, K, d)`` recent questions.
-        pairs: ``(P, 2)`` the pairs; remaining: rounds left after this one.
-        updated: True for the ``"updated"`` value of the best persona, False for
-            ``"decision"``.
-
-    Returns:
-        ``(P,)`` regret now plus ``remaining`` times the expected greedy regret after the click.
-    """
+def _lookahead_terms(weights, mu, sigma, phi, bank):  # pragma: no cover - compiled
+    """The pair-independent terms of `lookahead_values`: utilities under the current means
+    (``u_now (C, K)``, ``u_bank (C, Q*K)``), ``s_phi``, ``g`` (see below), the belief's best
+    persona value per bank question and the regret term common to all pairs."""
     n_comp, d = mu.shape
     k = phi.shape[0]
     n_bank = bank.shape[0]
-    n_pairs = pairs.shape[0]
     n_m = n_bank * k  # bank utilities, index q * K + e (personas innermost)
     bank_t = np.ascontiguousarray(bank.reshape(n_m, d).T)  # (d, M)
     u_now = np.zeros((n_comp, k))  # loops, not BLAS: these products are tiny
@@ -232,6 +222,29 @@ def lookahead_values(weights, mu, sigma, phi, bank, pairs, remaining, updated): 
         for e in range(1, k):
             top = max(top, u_now[c, e])
         regret_base += weights[c] * 2.0 * top
+    return u_now, u_bank, s_phi, g, best_now, regret_base
+
+
+@njit(cache=True, fastmath=_FAST)
+def lookahead_values(weights, mu, sigma, phi, bank, pairs, remaining, updated):  # pragma: no cover
+    """Values of every pair under the lookahead (as `pair_rule.lookahead_pair`).
+
+    Args:
+        weights: ``(C,)``; mu: ``(C, d)``; sigma: ``(C, d, d)``.
+        phi: ``(K, d)`` the current question; bank: ``(Q, K, d)`` recent questions.
+        pairs: ``(P, 2)`` the pairs; remaining: rounds left after this one.
+        updated: True for the ``"updated"`` value of the best persona, False for
+            ``"decision"``.
+
+    Returns:
+        ``(P,)`` regret now plus ``remaining`` times the expected greedy regret after the click.
+    """
+    n_comp, d = mu.shape
+    k = phi.shape[0]
+    n_bank = bank.shape[0]
+    n_pairs = pairs.shape[0]
+    n_m = n_bank * k  # bank utilities, index q * K + e (personas innermost)
+    u_now, u_bank, s_phi, g, best_now, regret_base = _lookahead_terms(weights, mu, sigma, phi, bank)
     values = np.empty(n_pairs)
     alpha = np.empty((2, n_comp))
     new_w = np.empty((2, n_comp))
