@@ -67,12 +67,16 @@ def main() -> None:
     ref = cells.get("notransfer")
     header = f"{'cells':28s} {'n':>5s} {'summed s':>9s} {'mean s':>7s} {'share':>6s}"
     print(f"{header} {'vs notransfer':>14s}")
-    for key in sorted(cells, key=lambda k: -cells[k]):
+    untimed = sorted(k for k in cells if cells[k] == 0.0)
+    for key in sorted((k for k in cells if cells[k] > 0.0), key=lambda k: -cells[k]):
         ratio = f"{cells[key] / ref:13.1f}x" if ref else ""
         print(
             f"{key:28s} {counts[key]:5d} {cells[key]:9.1f} {cells[key] / counts[key]:7.2f} "
             f"{cells[key] / total:6.1%} {ratio:>14s}"
         )
+
+    if untimed:
+        print(f"not timed per row (in the wall and CPU totals): {', '.join(untimed)}")
 
 
 if __name__ == "__main__":
