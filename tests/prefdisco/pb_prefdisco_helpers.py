@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -88,3 +89,34 @@ def tiny_study(root: Path, *, instances: int = 2, models=("scripted-ask3",), **r
     config = dataclasses.replace(config, run=dataclasses.replace(config.run, models=models, **run))
     generate_dataset(config, root / "data")
     return config, load_dataset(root / "data")
+
+
+def interviewer_study(
+    root: Path,
+    *,
+    strategies: str = "[ask, interviewer]",
+    interviewer: str = "{prior: {personas: 40}}",
+    run: str = "",
+) -> Path:
+    """Write ``root/study.yaml`` (6 built-in tasks, one persona each, the scripted ask-3 model,
+    ``strategies``, the ``interviewer`` settings and extra ``run`` lines) and generate its
+    dataset into ``root/data``; return the config's path."""
+    config = root / "study.yaml"
+    config.write_text(
+        "generate:\n"
+        "  seed: 0\n  personas: 6\n  personas_per_task: 1\n"
+        "  tasks: [{format: builtin, limit: 6}]\n"
+        "run:\n"
+        "  models: [scripted-ask3]\n"
+        f"  strategies: {strategies}\n"
+        f"  interviewer: {interviewer}\n" + run + "report: {bootstrap: 100}\n",
+        encoding="utf-8",
+    )
+    status, _, err = run_cli(["generate", str(root / "data"), "--config", str(config)])
+    assert status == 0, err
+    return config
+
+
+def jsonl_rows(path: Path) -> list[dict]:
+    """The rows of a JSON Lines file."""
+    return [json.loads(line) for line in path.read_text().splitlines()]

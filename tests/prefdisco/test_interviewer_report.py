@@ -8,35 +8,18 @@ import json
 from pathlib import Path
 
 import pytest
-from pb_prefdisco_helpers import run_cli
+from pb_prefdisco_helpers import interviewer_study, jsonl_rows, run_cli
 
 from prefduel.llm import LLMClient, ScriptedBackend
 from prefduel.prefdisco import RoleClients, default_handlers, load_config, load_dataset, run_study
 
 
 def _study(root: Path, style: str = "cooperative") -> Path:
-    config = root / "study.yaml"
-    config.write_text(
-        "generate:\n"
-        "  seed: 0\n  personas: 6\n  personas_per_task: 1\n"
-        "  tasks: [{format: builtin, limit: 6}]\n"
-        "run:\n"
-        "  models: [scripted-ask3]\n"
-        "  strategies: [ask, interviewer]\n"
-        f"  user_style: {style}\n"
-        "  interviewer: {prior: {personas: 40}}\n"
-        "report: {bootstrap: 100}\n",
-        encoding="utf-8",
-    )
-    assert run_cli(["generate", str(root / "data"), "--config", str(config)])[0] == 0
+    config = interviewer_study(root, run=f"  user_style: {style}\n")
     args = ["run", str(root / "data"), "--config", str(config), "--no-progress"]
     status, out, err = run_cli(args)
     assert status == 0, err + out
     return root / "data"
-
-
-def _rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 @pytest.mark.parametrize("style", ["cooperative", "terse", "vague"])
@@ -52,7 +35,7 @@ def test_the_report_shows_the_interviewer_like_the_ask_strategy(tmp_path, style)
         "scripted-ask3 + interviewer",
         "interviewer",
     )
-    scores = _rows(data / "scores.jsonl")
+    scores = jsonl_rows(data / "scores.jsonl")
     for entry in (ask, interviewer):
         mine = [r for r in scores if r["condition"] == "discovery"]
         mine = [r for r in mine if r["strategy"] == entry["strategy"]]
@@ -80,8 +63,8 @@ def test_the_report_shows_the_interviewer_like_the_ask_strategy(tmp_path, style)
 
 def test_each_interviewer_reply_logs_the_hidden_preferences_it_disclosed(tmp_path):
     data = _study(tmp_path)
-    transcripts = {t["episode_id"]: t for t in _rows(data / "transcripts.jsonl")}
-    scores = [r for r in _rows(data / "scores.jsonl") if r["strategy"] == "interviewer"]
+    transcripts = {t["episode_id"]: t for t in jsonl_rows(data / "transcripts.jsonl")}
+    scores = [r for r in jsonl_rows(data / "scores.jsonl") if r["strategy"] == "interviewer"]
     assert scores
     for row in scores:
         transcript = transcripts[row["episode_id"]]
@@ -121,7 +104,7 @@ def test_the_ask_follow_up_check_sees_a_model_that_adapts(tmp_path):
     handlers["ask"] = _adaptive_ask()
     with LLMClient(ScriptedBackend(handlers)) as client:
         run_study(dataset, config.run, RoleClients.single(client), tmp_path / "adaptive")
-    rows = [r for r in _rows(tmp_path / "adaptive" / "scores.jsonl") if r["strategy"] == "ask"]
+    rows = [r for r in jsonl_rows(tmp_path / "adaptive" / "scores.jsonl") if r["strategy"] == "ask"]
     checks = [r["follow_up"] for r in rows]
     assert all(c is not None for c in checks)
     for check in checks:
@@ -130,7 +113,7 @@ def test_the_ask_follow_up_check_sees_a_model_that_adapts(tmp_path):
         assert check["altered"]["attributes"] == (
             ["structure.format"] if was_absent else ["style.length"]
         )
-    transcripts = _rows(tmp_path / "adaptive" / "transcripts.jsonl")
+    transcripts = jsonl_rows(tmp_path / "adaptive" / "transcripts.jsonl")
     first = {t["episode_id"]: t["turns"][0]["reply"] for t in transcripts if t["strategy"] == "ask"}
     for row in rows:
         before = "no particular preference" in first[row["episode_id"]]

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pb_prefdisco_helpers import run_cli
+from pb_prefdisco_helpers import interviewer_study, jsonl_rows, run_cli
 
 from prefduel.llm import LLMClient, ScriptedBackend
 from prefduel.llm.openai_backend import OpenAIBackend
@@ -31,33 +31,15 @@ KEY_ENV = "PREFDUEL_INTERVIEWER_TEST_KEY"
 
 def _study(root: Path, *, strategies: str = "[ask, interviewer]", run: str = "") -> Path:
     """A small offline study (6 built-in tasks, one persona each) with the interviewer."""
-    config = root / "study.yaml"
-    config.write_text(
-        "generate:\n"
-        "  seed: 0\n  personas: 6\n  personas_per_task: 1\n"
-        "  tasks: [{format: builtin, limit: 6}]\n"
-        "run:\n"
-        "  models: [scripted-ask3]\n"
-        f"  strategies: {strategies}\n"
-        "  interviewer: {phrasing: llm, prior: {personas: 40}}\n"
-        + run
-        + "report: {bootstrap: 100}\n",
-        encoding="utf-8",
-    )
-    status, _, err = run_cli(["generate", str(root / "data"), "--config", str(config)])
-    assert status == 0, err
-    return config
-
-
-def _rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    interviewer = "{phrasing: llm, prior: {personas: 40}}"
+    return interviewer_study(root, strategies=strategies, interviewer=interviewer, run=run)
 
 
 def test_the_config_chooses_the_interviewer_for_the_model_under_test(tmp_path):
     config = _study(tmp_path)
     status, out, err = run_cli(["run", str(tmp_path / "data"), "--config", str(config)])
     assert status == 0, err + out
-    transcripts = _rows(tmp_path / "data" / "transcripts.jsonl")
+    transcripts = jsonl_rows(tmp_path / "data" / "transcripts.jsonl")
     mine = [t for t in transcripts if t["strategy"] == "interviewer"]
     assert len(mine) == 6 and {t["condition"] for t in mine} == {"discovery"}
     assert all(t["episode_id"].split("|")[1] == "discovery:interviewer" for t in mine)
@@ -79,7 +61,7 @@ def test_the_strategies_flag_overrides_the_config_and_bad_values_are_named(tmp_p
     args = ["run", str(tmp_path / "data"), "--config", str(config), "--no-progress"]
     status, out, err = run_cli([*args, "--strategies", "interviewer"])
     assert status == 0, err + out
-    strategies = {t["strategy"] for t in _rows(tmp_path / "data" / "transcripts.jsonl")}
+    strategies = {t["strategy"] for t in jsonl_rows(tmp_path / "data" / "transcripts.jsonl")}
     assert strategies == {None, "interviewer"}
     status, _, err = run_cli([*args, "--strategies", "interview", "--out", str(tmp_path / "x")])
     assert status == 2 and "run.strategies" in err and "'interviewer'" in err
@@ -142,7 +124,7 @@ def test_a_failed_run_resumes_through_the_cache_without_paying_twice(tmp_path):
     with LLMClient(ScriptedBackend(handlers)) as client:
         run_study(dataset, config.run, RoleClients.single(client), tmp_path / "fresh")
     for name in ("transcripts.jsonl", "scores.jsonl"):
-        assert _rows(tmp_path / "run" / name) == _rows(tmp_path / "fresh" / name)
+        assert jsonl_rows(tmp_path / "run" / name) == jsonl_rows(tmp_path / "fresh" / name)
 
 
 def _garbage(request):
@@ -168,7 +150,7 @@ def test_the_dry_run_counts_the_interviewer_episodes(tmp_path, phrasing):
     assert summary.failed == ()
     assert estimate["calls"] <= sent <= estimate["max_calls"]
     phrase_calls = counting.calls.get("phrase", 0)
-    scores = _rows(tmp_path / "run" / "scores.jsonl")
+    scores = jsonl_rows(tmp_path / "run" / "scores.jsonl")
     questions = sum(row["questions"] for row in scores if row["strategy"])
     # with llm phrasing each question is asked twice (phrase_attempts), then the template
     assert phrase_calls == (2 * questions if phrasing == "llm" else 0) and questions > 0
@@ -193,7 +175,8 @@ def test_an_endpoint_run_reproduces_the_offline_run(tmp_path, monkeypatch):
     with LLMClient(ScriptedBackend(handlers)) as client:
         run_study(dataset, config.run, RoleClients.single(client), tmp_path / "offline")
     for name in ("transcripts.jsonl", "scores.jsonl"):
-        http, offline = _rows(tmp_path / "http" / name), _rows(tmp_path / "offline" / name)
+        http = jsonl_rows(tmp_path / "http" / name)
+        offline = jsonl_rows(tmp_path / "offline" / name)
         for row in http + offline:
             row.pop("settings")
         assert http == offline
