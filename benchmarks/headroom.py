@@ -15,7 +15,15 @@ references, against a ``notransfer`` run on the same world in the same process (
 ``--horizons`` also scores the lookahead at other horizons, paired against greedy pairs (the
 horizon of the row was chosen on ``dev`` this way).
 
+``--online`` adds the online variants of both rows (``online:oracle-prior``, ``online:oracle-
+prior-lookahead``: each arrival's prior holds the exact weights of the *earlier* arrivals only,
+`headroom.prior_log_weights` with ``past_only``), which is at best what a policy that learns the
+population as users arrive can know, and a table of scores by quarter of the arrivals (the
+score of each quarter's arrivals alone): how much of the gap to ``ref:oracle-prior`` is the
+price of learning the population online, which no policy can avoid.
+
     python benchmarks/headroom.py --rosters dev --seeds 0-31 --horizons 2,3,4,5,6
+    python benchmarks/headroom.py --rosters dev --seeds 0-31 --policies coduel,notransfer --online
     python benchmarks/headroom.py --rosters test-profiles,test-composite,test-quirky \\
         --seeds 0-31 --allow-test --out headroom.jsonl   # references only look at the world
     prefduel stats headroom.jsonl --format md --allow-test   # the leaderboard lines
@@ -35,6 +43,7 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from prefduel.cli.main import parse_seeds
+from prefduel.core.regret import floor_regret, random_regret
 from prefduel.runner import headroom, references
 from prefduel.runner.cell import run_cell, summarize
 from prefduel.worlds import get_world
@@ -49,6 +58,12 @@ STEPS = (
     ("ref:oracle-prior", "ref:oracle-user", "price of 24 clicks"),
     ("ref:oracle-prior", "ref:oracle-prior-lookahead", "pair rule (lookahead)"),
 )
+ONLINE = ("online:oracle-prior", "online:oracle-prior-lookahead")
+ONLINE_STEPS = (
+    ("online:oracle-prior", "ref:oracle-prior", "learning the population online"),
+    ("online:oracle-prior", "online:oracle-prior-lookahead", "pair rule, online (lookahead)"),
+)
+QUARTERS = 4
 
 
 def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
@@ -73,11 +88,41 @@ def _timed_play(timings: dict[str, list[float]]):
     return play
 
 
-def measure(roster: str, seeds: list[int], policies: list[str], horizons: list[int], allow_test,
-            out=None):
-    """Scores ``{name: {seed: score}}`` and CPU times ``{what: [seconds per world-seed]}``;
-    the reference and policy rows are also written to the open file ``out`` (JSON lines)."""
-    scores: dict[str, dict[int, float]] = defaultdict(dict)
+def quarter_scores(world, excess_per_arrival) -> list[float]:
+    """Score of each quarter of the arrivals (in arrival order) from a row's per-arrival
+    excess regret: ``100 (R_rand - R) / (R_rand - G)`` over that quarter's arrivals alone."""
+    rand = random_regret(world.U).sum(axis=1)
+    floor = floor_regret(world.U).sum(axis=1)
+    excess = np.asarray(excess_per_arrival)
+    return [
+        100.0 * (1.0 - excess[part].sum() / (rand[part] - floor[part]).sum())
+        for part in np.array_split(np.arange(world.N), QUARTERS)
+    ]
+
+
+def _online_rows(world) -> list[dict]:
+    """Rows of the two online variants (past-only prior) for ``world``."""
+    theta = references.linear_oracle_theta(world.Phi, world.U)
+    rows = []
+    for name, h in zip(ONLINE, (1, references.HORIZON), strict=True):
+        run = headroom.play_oracle_prior(world, theta, horizon=h, past_only=True)
+        rows.append({"policy": name, **summarize(world, run.first, run.second)})
+    return rows
+
+
+def measure(
+    roster: str,
+    seeds: list[int],
+    policies: list[str],
+    horizons: list[int],
+    allow_test,
+    out=None,
+    online: bool = False,
+):
+    """Scores ``{name: {seed: score}}`` (with ``online``, also ``{(name, quarter): {seed:
+    score}}``) and CPU times ``{what: [seconds per world-seed]}``; the reference and policy rows
+    are also written to the open file ``out`` (JSON lines)."""
+    scores: dict = defaultdict(dict)
     timings: dict[str, list[float]] = defaultdict(list)
     references.play_oracle_prior = _timed_play(timings)  # time the two rows inside the set
     for seed in seeds:
@@ -93,6 +138,11 @@ def measure(roster: str, seeds: list[int], policies: list[str], horizons: list[i
             scores[row["policy"]][seed] = row["score"]
             if out is not None:
                 out.write(json.dumps(row, separators=(",", ":")) + "\n")
+        if online:
+            for row in rows + _online_rows(world):
+                scores[row["policy"]][seed] = row["score"]
+                for q, value in enumerate(quarter_scores(world, row["excess_per_arrival"])):
+                    scores[(row["policy"], q)][seed] = value
         if horizons:
             theta = references.linear_oracle_theta(world.Phi, world.U)
             for h in horizons:
@@ -112,23 +162,47 @@ def _paired(scores, a: str, b: str) -> str:
     return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
 
+def report_online(scores, policies: list[str]) -> None:
+    """Print the online rows, their steps and the scores by quarter of the arrivals."""
+    print("\n| online step | score difference (paired, 95% CI) |\n|---|---|")
+    for a, b, label in ONLINE_STEPS:
+        print(f"| {label}: `{a}` -> `{b}` | {_paired(scores, a, b)} |")
+    for spec in policies:
+        print(
+            f"| online population model: `{spec}` -> `online:oracle-prior` | "
+            f"{_paired(scores, spec, 'online:oracle-prior')} |"
+        )
+    head = " | ".join(f"quarter {q + 1}" for q in range(QUARTERS))
+    print(f"\n| row (score of each quarter of the arrivals) | {head} |")
+    print("|---|" + "---|" * QUARTERS)
+    for name in ("ref:oracle-prior", *ONLINE, *policies):
+        cells = [np.mean(list(scores[(name, q)].values())) for q in range(QUARTERS)]
+        print(f"| `{name}` | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+
+
 def report(roster: str, scores, timings, policies: list[str], horizons: list[int]) -> None:
     """Print the score table, the decomposition and the costs of one roster."""
     n = len(scores["ref:floor"])
     print(f"\n## {roster} ({n} seeds, each an independent world; mean ± s.e. over seeds)\n")
     print("| row | score |\n|---|---|")
-    for name in (*SHOWN, *policies):
+    for name in (*SHOWN, *(ONLINE if ONLINE[0] in scores else ()), *policies):
         v = np.array(list(scores[name].values()))
         print(f"| `{name}` | {v.mean():.2f} ± {v.std(ddof=1) / np.sqrt(v.size):.2f} |")
     print("\n| step | score difference (paired, 95% CI) |\n|---|---|")
     for a, b, label in STEPS:
         print(f"| {label}: `{a}` -> `{b}` | {_paired(scores, a, b)} |")
     for spec in policies:
-        print(f"| population model: `{spec}` -> `ref:oracle-prior` | "
-              f"{_paired(scores, spec, 'ref:oracle-prior')} |")
+        print(
+            f"| population model: `{spec}` -> `ref:oracle-prior` | "
+            f"{_paired(scores, spec, 'ref:oracle-prior')} |"
+        )
     for h in horizons:
-        print(f"| horizon {h}: `ref:oracle-prior` -> lookahead | "
-              f"{_paired(scores, 'ref:oracle-prior', f'lookahead, horizon {h}')} |")
+        print(
+            f"| horizon {h}: `ref:oracle-prior` -> lookahead | "
+            f"{_paired(scores, 'ref:oracle-prior', f'lookahead, horizon {h}')} |"
+        )
+    if ONLINE[0] in scores:
+        report_online(scores, policies)
     yard = np.mean(timings["notransfer"]) if timings.get("notransfer") else float("nan")
     print("\n| CPU per world-seed | seconds (mean) | x `notransfer` run |\n|---|---|---|")
     for what, values in timings.items():
@@ -141,6 +215,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0-31")
     parser.add_argument("--policies", default="notransfer", help="run beside (default: notransfer)")
     parser.add_argument("--horizons", default="", help="also score the lookahead at these")
+    parser.add_argument("--online", action="store_true", help="add the past-only prior rows")
     parser.add_argument("--allow-test", action="store_true")
     parser.add_argument("--out", default=None, help="also write the rows here (JSON lines)")
     args = parser.parse_args()
@@ -150,7 +225,9 @@ def main() -> None:
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     for roster in args.rosters.split(","):
         with threadpool_limits(1):  # CPU time of one core, as in the other benchmarks
-            scores, timings = measure(roster, seeds, policies, horizons, args.allow_test, out)
+            scores, timings = measure(
+                roster, seeds, policies, horizons, args.allow_test, out, args.online
+            )
         report(roster, scores, timings, policies, horizons)
     if out is not None:
         out.close()

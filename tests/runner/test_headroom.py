@@ -26,6 +26,25 @@ from prefduel.runner.headroom import (
 from prefduel.runner.references import linear_oracle_theta, reference_rows, undefined_references
 
 
+def test_the_online_prior_sees_only_earlier_arrivals_of_other_students():
+    log_prior = prior_log_weights(np.array([0, 1, 2, 0, 1]), past_only=True)
+    allowed = [[], [0], [0, 1], [1, 2], [0, 2, 3]]
+    for n, seen in enumerate(allowed):
+        assert sorted(np.flatnonzero(log_prior[n] == 0)) == seen, n
+    world, theta = _world_and_theta(3, n=9, s=8)
+    base = play_oracle_prior(world, theta, past_only=True)
+    # a later arrival's theta, however extreme, cannot change what an earlier one was shown
+    changed = theta.copy()
+    changed[-1] = 0.0
+    changed[-1, 0] = 50.0
+    run = play_oracle_prior(world, changed, past_only=True)
+    np.testing.assert_array_equal(run.first[:-1], base.first[:-1])
+    np.testing.assert_array_equal(run.second[:-1], base.second[:-1])
+    # while under the leave-one-out prior earlier arrivals do see it
+    loo = play_oracle_prior(world, theta), play_oracle_prior(world, changed)
+    assert (loo[0].first != loo[1].first).any() or (loo[0].second != loo[1].second).any()
+
+
 def _sig(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
@@ -135,9 +154,10 @@ def test_the_particle_posterior_is_bayes_rule_on_the_worlds_clicks():
     for n in range(world.N):
         for s in range(world.S):
             assert run.first_won[n, s] == world.click(n, s, run.first[n, s], run.second[n, s])
-    dphi = world.Phi[np.arange(world.N)[:, None], np.arange(world.S), run.first] - world.Phi[
-        np.arange(world.N)[:, None], np.arange(world.S), run.second
-    ]  # (N, S, d)
+    dphi = (
+        world.Phi[np.arange(world.N)[:, None], np.arange(world.S), run.first]
+        - world.Phi[np.arange(world.N)[:, None], np.arange(world.S), run.second]
+    )  # (N, S, d)
     p_first = 1.0 / (1.0 + np.exp(-BETA * np.einsum("nsd,md->nms", dphi, theta)))
     lik = np.where(run.first_won[:, None, :], p_first, 1.0 - p_first).prod(axis=2)  # (N, M)
     prior = (world.student_index[:, None] != world.student_index[None, :]).astype(float)

@@ -64,11 +64,19 @@ class PriorRun:
     log_weights: np.ndarray
 
 
-def prior_log_weights(student_index: np.ndarray) -> np.ndarray:
+def prior_log_weights(student_index: np.ndarray, past_only: bool = False) -> np.ndarray:
     """Leave-one-out log prior ``(N, N)``: 0 for the other students' particles, ``-inf`` for
-    the arrival's own (and for any other arrival of the same student)."""
+    the arrival's own (and for any other arrival of the same student).
+
+    With ``past_only`` the particles of later arrivals are ``-inf`` too: the prior of arrival
+    ``n`` is what an online learner could at best know, the exact weights of arrivals before it.
+    The first arrival then has no particle (its weights are all 0: it is shown the first pair).
+    """
     index = np.asarray(student_index)
-    return np.where(index[:, None] == index[None, :], -np.inf, 0.0)
+    excluded = index[:, None] == index[None, :]
+    if past_only:
+        excluded |= np.triu(np.ones(excluded.shape, dtype=bool))
+    return np.where(excluded, -np.inf, 0.0)
 
 
 def normalized(log_weights: np.ndarray) -> np.ndarray:
@@ -179,6 +187,7 @@ def play_oracle_prior(
     horizon: int = 1,
     beta: float = BETA,
     chunk: int = CHUNK,
+    past_only: bool = False,
 ) -> PriorRun:
     """Replay ``world`` with the leave-one-out population-prior learner.
 
@@ -190,6 +199,8 @@ def play_oracle_prior(
         horizon: 1 for greedy pairs, more for the exact lookahead of `lookahead_values`.
         beta: Logits per unit of utility of the click likelihood.
         chunk: Arrivals per lookahead batch (memory only; the result does not depend on it).
+        past_only: Particles of earlier arrivals only (`prior_log_weights`): the online
+            variant, not a leaderboard row (``benchmarks/headroom.py --past-only``).
 
     Returns:
         The shown pairs, the clicks and the final log posterior (`PriorRun`).
@@ -199,7 +210,7 @@ def play_oracle_prior(
         first=np.empty((n, s_all), dtype=np.int64),
         second=np.empty((n, s_all), dtype=np.int64),
         first_won=np.empty((n, s_all), dtype=bool),
-        log_weights=prior_log_weights(world.student_index),
+        log_weights=prior_log_weights(world.student_index, past_only),
     )
     step = n if horizon <= 1 else max(1, chunk)
     for lo in range(0, n, step):
@@ -228,9 +239,7 @@ def _play_arrivals(
             i, j = top_two(np.einsum("nm,nmk->nk", weights, util[:, s]))
         else:
             end = min(world.S, s + horizon)
-            values = lookahead_values(
-                util[:, s:end], lo_wins[:, s : end - 1], weights, workspace
-            )
+            values = lookahead_values(util[:, s:end], lo_wins[:, s : end - 1], weights, workspace)
             best = np.argmax(values, axis=1)
             i, j = pairs[best, 0], pairs[best, 1]
         won = clicks(world, s, i, j, arrivals)
