@@ -168,10 +168,8 @@ def report_online(scores, policies: list[str]) -> None:
     for a, b, label in ONLINE_STEPS:
         print(f"| {label}: `{a}` -> `{b}` | {_paired(scores, a, b)} |")
     for spec in policies:
-        print(
-            f"| online population model: `{spec}` -> `online:oracle-prior` | "
-            f"{_paired(scores, spec, 'online:oracle-prior')} |"
-        )
+        for name in ONLINE:
+            print(f"| online ceiling: `{spec}` -> `{name}` | {_paired(scores, spec, name)} |")
     head = " | ".join(f"quarter {q + 1}" for q in range(QUARTERS))
     print(f"\n| row (score of each quarter of the arrivals) | {head} |")
     print("|---|" + "---|" * QUARTERS)
