@@ -87,7 +87,7 @@ class CODuel(Policy):
             and ``em_chunk`` earlier ones (round robin) with bounded full passes on the refit
             schedule (`prefduel.policies.coduel.incremental`), or the full refit over every
             completed user (before issue 18: cost per session grows with n).
-        em_chunk: Earlier users whose E-step is redone after each session (50).
+        em_chunk: Earlier users whose E-step is redone after each session (200).
         recal_growth: Refits (and full passes) every ``max(recal_every, ceil(recal_growth n))``
             sessions (0.1; 0: every ``recal_every``, as before issue 18).
         recal_window: Completed users, the most recent, whose clicks A is fitted on (1000).
@@ -119,7 +119,7 @@ class CODuel(Policy):
         split: Any = "off",
         split_every: int = 10,
         em: str = "incremental",
-        em_chunk: int = 50,
+        em_chunk: int = 200,
         recal_growth: float = 0.1,
         recal_window: int = 1000,
         pass_budget: int = 3000,
