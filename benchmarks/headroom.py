@@ -20,7 +20,8 @@ prior-lookahead``: each arrival's prior holds the exact weights of the *earlier*
 `headroom.prior_log_weights` with ``past_only``), which is at best what a policy that learns the
 population as users arrive can know, and a table of scores by quarter of the arrivals (the
 score of each quarter's arrivals alone): how much of the gap to ``ref:oracle-prior`` is the
-price of learning the population online, which no policy can avoid.
+price of learning the population online, which no policy can avoid. With ``--horizons`` it
+also scores the online lookahead at those horizons, and each policy's gap to them.
 
     python benchmarks/headroom.py --rosters dev --seeds 0-31 --horizons 2,3,4,5,6
     python benchmarks/headroom.py --rosters dev --seeds 0-31 --policies coduel,notransfer --online
@@ -150,6 +151,10 @@ def measure(
                 scores[f"lookahead, horizon {h}"][seed] = summarize(world, run.first, run.second)[
                     "score"
                 ]
+                if online:
+                    run = headroom.play_oracle_prior(world, theta, horizon=h, past_only=True)
+                    fields = summarize(world, run.first, run.second)
+                    scores[f"online lookahead, horizon {h}"][seed] = fields["score"]
         print(f"  {roster} seed {seed}: done", flush=True)
     references.play_oracle_prior = headroom.play_oracle_prior
     return scores, timings
@@ -162,13 +167,14 @@ def _paired(scores, a: str, b: str) -> str:
     return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
 
-def report_online(scores, policies: list[str]) -> None:
+def report_online(scores, policies: list[str], horizons: list[int]) -> None:
     """Print the online rows, their steps and the scores by quarter of the arrivals."""
     print("\n| online step | score difference (paired, 95% CI) |\n|---|---|")
     for a, b, label in ONLINE_STEPS:
         print(f"| {label}: `{a}` -> `{b}` | {_paired(scores, a, b)} |")
+    at_horizons = [f"online lookahead, horizon {h}" for h in horizons]
     for spec in policies:
-        for name in ONLINE:
+        for name in (*ONLINE, *at_horizons):
             print(f"| online ceiling: `{spec}` -> `{name}` | {_paired(scores, spec, name)} |")
     head = " | ".join(f"quarter {q + 1}" for q in range(QUARTERS))
     print(f"\n| row (score of each quarter of the arrivals) | {head} |")
@@ -200,7 +206,7 @@ def report(roster: str, scores, timings, policies: list[str], horizons: list[int
             f"{_paired(scores, 'ref:oracle-prior', f'lookahead, horizon {h}')} |"
         )
     if ONLINE[0] in scores:
-        report_online(scores, policies)
+        report_online(scores, policies, horizons)
     yard = np.mean(timings["notransfer"]) if timings.get("notransfer") else float("nan")
     print("\n| CPU per world-seed | seconds (mean) | x `notransfer` run |\n|---|---|---|")
     for what, values in timings.items():
