@@ -37,6 +37,13 @@ SLOW = textwrap.dedent(
 )
 
 
+def _default_sigint() -> None:
+    """Give the run Ctrl-C's default handling, as in a terminal: a shell starts background
+    jobs with SIGINT ignored, and a process that inherits that (pytest launched with ``&``)
+    would ignore the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(toy_world: str, tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
     (tmp_path / "slow.py").write_text(SLOW)
     pids = tmp_path / "pids"
@@ -47,8 +54,11 @@ def _start(toy_world: str, tmp_path: Path) -> tuple[subprocess.Popen, Path, Path
         "--seeds", "0-7", "--policies", f"{tmp_path / 'slow.py'}:Slow", "--jobs", "2",
         "--out", str(out), "--no-progress",
     ]  # fmt: skip
-    env = dict(os.environ, PIDS=str(pids))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    env = dict(os.environ, PIDS=str(pids), PYTHONFAULTHANDLER="1")  # SIGABRT dumps stacks
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+        preexec_fn=_default_sigint,
+    )  # fmt: skip
     deadline = time.monotonic() + 60
     while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:  # both workers busy
         time.sleep(0.05)
@@ -84,7 +94,12 @@ def test_sigterm_and_ctrl_c_stop_fast_with_one_line(toy_world, tmp_path, sig):
     assert workers, "the workers never started"
     start = time.monotonic()
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=20)
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:  # hung: show where every thread of it is
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=20)
+        pytest.fail(f"the run did not stop within 20 s of the signal; its stderr:\n{err}")
     assert proc.returncode == 130
     assert time.monotonic() - start < 4
     assert "Traceback" not in err
