@@ -44,7 +44,7 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from prefduel.cli.main import parse_seeds
-from prefduel.core.regret import floor_regret, random_regret
+from prefduel.core.regret import floor_regret, random_regret, score
 from prefduel.runner import headroom, references
 from prefduel.runner.cell import run_cell, summarize
 from prefduel.worlds import get_world
@@ -89,23 +89,20 @@ def _timed_play(timings: dict[str, list[float]]):
     return play
 
 
-def quarter_scores(world, excess_per_arrival) -> list[float]:
-    """Score of each quarter of the arrivals (in arrival order) from a row's per-arrival
-    excess regret: ``100 (R_rand - R) / (R_rand - G)`` over that quarter's arrivals alone."""
-    rand = random_regret(world.U).sum(axis=1)
-    floor = floor_regret(world.U).sum(axis=1)
-    excess = np.asarray(excess_per_arrival)
-    return [
-        100.0 * (1.0 - excess[part].sum() / (rand[part] - floor[part]).sum())
-        for part in np.array_split(np.arange(world.N), QUARTERS)
-    ]
+def quarter_scores(rand: np.ndarray, floor: np.ndarray, excess: np.ndarray) -> list[float]:
+    """Score of each quarter of the arrivals (in arrival order), from the per-arrival random
+    regret, floor and a row's excess regret (each ``(N,)``): `score` over that quarter alone."""
+    parts = np.array_split(np.arange(rand.size), QUARTERS)
+    return [score(floor[p].sum() + excess[p].sum(), rand[p].sum(), floor[p].sum()) for p in parts]
 
 
-def _online_rows(world) -> list[dict]:
-    """Rows of the two online variants (past-only prior) for ``world``."""
-    theta = references.linear_oracle_theta(world.Phi, world.U)
+def _online_rows(world, theta: np.ndarray, horizons: list[int]) -> list[dict]:
+    """Rows of the online variants (past-only prior) for ``world``: the two of `ONLINE`, and
+    the lookahead at each of ``horizons``."""
+    named = [*zip(ONLINE, (1, references.HORIZON), strict=True)]
+    named += [(f"online lookahead, horizon {h}", h) for h in horizons]
     rows = []
-    for name, h in zip(ONLINE, (1, references.HORIZON), strict=True):
+    for name, h in named:
         run = headroom.play_oracle_prior(world, theta, horizon=h, past_only=True)
         rows.append({"policy": name, **summarize(world, run.first, run.second)})
     return rows
@@ -139,22 +136,21 @@ def measure(
             scores[row["policy"]][seed] = row["score"]
             if out is not None:
                 out.write(json.dumps(row, separators=(",", ":")) + "\n")
-        if online:
-            for row in rows + _online_rows(world):
-                scores[row["policy"]][seed] = row["score"]
-                for q, value in enumerate(quarter_scores(world, row["excess_per_arrival"])):
-                    scores[(row["policy"], q)][seed] = value
-        if horizons:
+        if online or horizons:
             theta = references.linear_oracle_theta(world.Phi, world.U)
-            for h in horizons:
-                run = headroom.play_oracle_prior(world, theta, horizon=h)
-                scores[f"lookahead, horizon {h}"][seed] = summarize(world, run.first, run.second)[
-                    "score"
-                ]
-                if online:
-                    run = headroom.play_oracle_prior(world, theta, horizon=h, past_only=True)
-                    fields = summarize(world, run.first, run.second)
-                    scores[f"online lookahead, horizon {h}"][seed] = fields["score"]
+        if online:
+            online_rows = _online_rows(world, theta, horizons)
+            rand, floor = random_regret(world.U).sum(axis=1), floor_regret(world.U).sum(axis=1)
+            for row in online_rows:
+                scores[row["policy"]][seed] = row["score"]
+            for row in rows + online_rows:
+                excess = np.asarray(row["excess_per_arrival"])
+                for q, value in enumerate(quarter_scores(rand, floor, excess)):
+                    scores[(row["policy"], q)][seed] = value
+        for h in horizons:
+            run = headroom.play_oracle_prior(world, theta, horizon=h)
+            fields = summarize(world, run.first, run.second)
+            scores[f"lookahead, horizon {h}"][seed] = fields["score"]
         print(f"  {roster} seed {seed}: done", flush=True)
     references.play_oracle_prior = headroom.play_oracle_prior
     return scores, timings
