@@ -1,4 +1,4 @@
-"""CODuel's ablation table and main findings on TutorSim (issue 3).
+"""CODuel's ablation table and main findings on TutorSim.
 
 Runs (or resumes, from the results file) CODuel, its ablations and ``notransfer`` on the given
 rosters and prints, per roster: score and excess regret (mean ± s.e. over seeds), and the

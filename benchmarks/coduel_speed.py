@@ -1,4 +1,4 @@
-"""Speed and memory of CODuel, and its cost as the population grows (issue 18 targets: <= 2 s
+"""Speed and memory of CODuel, and its cost as the population grows (targets: <= 2 s
 per 350-arrival run on one core; cost per arrival flat in N, 10,000 arrivals <= 60 s).
 
 Every run happens in a fresh process limited to one core's worth of BLAS threads; the script
@@ -15,7 +15,7 @@ the same way in the same invocation. Compiled kernels are used when numba is ins
 `Roster`, as the files in ``benchmarks/rosters/`` do) and prints the cost-vs-N table: CPU per
 run and per arrival for ``notransfer``, ``--spec`` and, up to ``--full-upto`` arrivals, the
 full refit (``coduel:em=full,recal_growth=0``, the population refitted over every completed
-user after each session, as before issue 18).
+user after each session, CODuel's earlier default).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Headroom of transfer: the population-prior references beside the per-user oracle (issue 18).
+"""Headroom of transfer: the population-prior references beside the per-user oracle.
 
 For every roster and seed, computes the reference rows (`prefduel.runner.references`, which
 include ``ref:oracle-prior`` and ``ref:oracle-prior-lookahead``) and runs the given policies in

@@ -1,5 +1,5 @@
 """Time of the full leaderboard: the evaluation rosters x every registered policy x 32 seeds,
-with their reference rows (issue 18 target: <= 10 minutes on 2 cores).
+with their reference rows (target: <= 10 minutes on 2 cores).
 
 Runs the grid with `prefduel.runner.sweep.sweep` into a fresh results file (nothing is
 resumed, so the time is the whole grid's) and prints the wall time against the target, then

@@ -1,6 +1,6 @@
 """Throughput of the LLM layer: cached lookups and concurrent calls through the real client.
 
-Targets (issue 6): >= 500 cached lookups/s and >= 200 concurrent mocked calls/s on this machine.
+Targets: >= 500 cached lookups/s and >= 200 concurrent mocked calls/s on this machine.
 
 * cached lookups: a batch of requests that are all in the SQLite cache, answered by
   ``LLMClient.complete_many`` (the path a resumed run takes); reference: raw ``sqlite3`` primary

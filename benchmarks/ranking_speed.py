@@ -1,4 +1,4 @@
-"""Speed of the ranking subpackage against evalica (issue 7 targets).
+"""Speed of the ranking subpackage against evalica, with its targets.
 
 1. Global Bradley-Terry on 1,000,000 battles among 20 models, from raw Arena-style strings
    (model names and winner labels): prefduel (validate + aggregate + Newton) vs

@@ -1,7 +1,7 @@
 """Speed of world generation and of one run of every registered policy.
 
-Targets: one ``notransfer`` run on a 350-arrival roster (8,400 rounds) under 1 s (issue 2); each
-baseline under 2 s (issue 4); world generation for one roster and seed under 2 s. Each figure
+Targets: one ``notransfer`` run on a 350-arrival roster (8,400 rounds) under 1 s; each
+baseline under 2 s; world generation for one roster and seed under 2 s. Each figure
 is printed with its ratio to the target and to a reference measured in the same run: for a
 run, the ``random`` policy on the same world (the runner's own overhead); for generation,
 drawing N x S x K x K normals with numpy. CODuel's own figures (one core, memory) are in

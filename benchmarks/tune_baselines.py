@@ -1,4 +1,4 @@
-"""Tune the baselines on the ``dev`` roster only (issue 4), and print the grid.
+"""Tune the baselines on the ``dev`` roster only, and print the grid.
 
 Every setting in ``GRID`` is run on ``dev`` seeds 0-15 (resuming from the results file); the
 value with the highest mean score is chosen, and the table of all grid points (score mean ±

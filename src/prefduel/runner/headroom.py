@@ -1,4 +1,4 @@
-"""Headroom references: a Bayesian learner that knows the population (issue 18).
+"""Headroom references: a Bayesian learner that knows the population.
 
 Both rows replay every arrival of a world with a learner whose prior is the *population*: the
 hindsight per-user weights ``theta_m`` of `ref:oracle-user` (least squares of ``U`` on the

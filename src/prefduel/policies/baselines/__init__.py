@@ -1,4 +1,4 @@
-"""The baseline field (issue 4): published dueling-bandit and meta/hierarchical bandit learners
+"""The baseline field: published dueling-bandit and meta/hierarchical bandit learners
 against which CODuel is compared. Importing this package registers them:
 
 =============== ============================================================================

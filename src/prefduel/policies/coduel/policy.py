@@ -25,11 +25,11 @@ sessions:
 
 Every component has a setting that switches it off, so each ablation is a spec string:
 ``coduel:population=off``, ``coduel:recal=off``, ``coduel:pair=greedy``, ``coduel:gate=off``.
-Issue 18's departures from the seed are settings too: ``pair=kg`` (the default, settled on
-dev; ``pair=lookahead`` is the rule before), ``recal_scale=off``, ``recal_prior=population``,
-``birth_margin=...``, ``split=on`` (off by default). So is the cost work of issue 18:
-``em=full,recal_growth=0`` is the population refit over every completed user after each
-session, as before it.
+The departures from the seed found by a review are settings too: ``pair=kg`` (the default,
+settled on dev; ``pair=lookahead`` is the earlier default), ``recal_scale=off``,
+``recal_prior=population``, ``birth_margin=...``, ``split=on`` (off by default). So is the
+incremental EM: ``em=full,recal_growth=0`` is the population refit over every completed user
+after each session, the earlier default.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ class CODuel(Policy):
         recal: ``on`` | ``off`` - recalibrate the rater feature with a learned 6x6 map.
         pair: ``kg`` | ``lookahead`` | ``greedy`` - knowledge-gradient pair rule with the
             best persona valued on the decision (the current belief's, the same for every
-            pair; the default since issue 18, better on dev), the same with the best persona
-            valued by each component's updated mean (the rule before), or greedy pairs.
+            pair; the default, better on dev), the same with the best persona valued by each
+            component's updated mean (the earlier default), or greedy pairs.
         gate: ``on`` | ``off`` - transfer only while it predicts clicks better.
         alpha: Dirichlet-process concentration (20).
         components: Maximum learned components (16).
@@ -86,10 +86,10 @@ class CODuel(Policy):
         em: ``incremental`` | ``full`` - after each session, incremental EM over the new user
             and ``em_chunk`` earlier ones (round robin) with bounded full passes on the refit
             schedule (`prefduel.policies.coduel.incremental`), or the full refit over every
-            completed user (before issue 18: cost per session grows with n).
+            completed user (the earlier default: cost per session grows with n).
         em_chunk: Earlier users whose E-step is redone after each session (200).
         recal_growth: Refits (and full passes) every ``max(recal_every, ceil(recal_growth n))``
-            sessions (0.1; 0: every ``recal_every``, as before issue 18).
+            sessions (0.1; 0: every ``recal_every``, the earlier schedule).
         recal_window: Completed users, the most recent, whose clicks A is fitted on (1000).
         pass_budget: User E-steps a full pass may spend: ``min(10, pass_budget // n)`` EM
             iterations after a refit, at least one (3000; ``em=full`` always does 10).

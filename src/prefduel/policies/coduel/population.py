@@ -8,7 +8,7 @@ component ``N(0, prior_var I)`` is kept fixed with weight at least ``alpha / (al
 explained by the isotropic prior than by every learned component, and removed when its
 expected membership falls below ``death`` after ``grace`` sessions.
 
-Two departures from the seed, off by default (issue 18): births within ``birth_margin`` nats of
+Two departures from the seed, off by default: births within ``birth_margin`` nats of
 the best learned component's evidence, and a split move every ``split_every`` sessions
 (`Population.try_split`), which replaces a learned component by two when the penalized
 likelihood of all completed users' summaries says it holds two groups.
