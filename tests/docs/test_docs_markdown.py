@@ -4,7 +4,10 @@ The site is built with Python-Markdown, which is stricter than GitHub's renderer
 
 - a list must start after a blank line (or a heading): a list item written on the line just
   after a paragraph or table line is glued onto that paragraph, or becomes a table row;
-- a nested list needs four spaces of indentation: with two, it is flattened into its parent.
+- a nested list needs four spaces of indentation: with two, it is flattened into its parent;
+- TeX math (``\\(...\\)``, ``$$...$$``) would need a math extension and a MathJax or KaTeX script
+  served with the site; the site loads neither, so formulas are written in Unicode text (with
+  ``<sub>`` for indices) and TeX would show raw.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 LIST_ITEM = re.compile(r"^(?P<indent>[ ]*)(?:[-*+]|\d+[.)])[ ]+\S")
 FENCE = re.compile(r"^[ ]*(```|~~~)")
 HEADING = re.compile(r"^#{1,6}[ ]")
+TEX = re.compile(r"\\\(|\\\[|\$\$|\$\\[A-Za-z]")
+CODE_SPAN = re.compile(r"(`+).*?\1")
 
 
 def _pages() -> list[Path]:
@@ -103,3 +109,38 @@ def test_lists_render_as_lists(page: Path):
     problems = list_problems(page.read_text(encoding="utf-8"))
     where = page.relative_to(REPO)
     assert not problems, "\n".join(f"{where}:{number}: {what}" for number, what in problems)
+
+
+class _AnyTagLoader(yaml.SafeLoader):
+    """Reads mkdocs.yml even if it holds ``!!python/name:`` tags (they become None)."""
+
+
+_AnyTagLoader.add_multi_constructor("", lambda loader, suffix, node: None)
+
+
+def test_math_extension_only_with_a_local_renderer():
+    config = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_AnyTagLoader)
+    names = [e if isinstance(e, str) else next(iter(e)) for e in config["markdown_extensions"]]
+    if "pymdownx.arithmatex" in names:
+        scripts = [str(s) for s in config.get("extra_javascript", [])]
+        assert scripts, "arithmatex is on but no MathJax/KaTeX script is loaded: formulas show raw"
+        assert not [s for s in scripts if "://" in s], "the math script must be served locally"
+
+
+def tex_lines(text: str) -> list[int]:
+    """Line numbers with TeX math delimiters outside code blocks and code spans."""
+    return [n for n, line in _prose_lines(text) if TEX.search(CODE_SPAN.sub("", line))]
+
+
+def test_tex_check():
+    assert tex_lines("the rate \\(\\alpha\\) and $$x^2$$\n`\\(code\\)`\n$\\beta$\n") == [1, 3]
+    assert tex_lines("costs $5 and $PREFDUEL_LLM_CACHE\n```\n$$\n```\n") == []
+
+
+@pytest.mark.parametrize("page", _pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_no_tex_math(page: Path):
+    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    if "arithmatex" in config:
+        pytest.skip("a math renderer is configured")
+    lines = tex_lines(page.read_text(encoding="utf-8"))
+    assert not lines, f"{page.relative_to(REPO)}: TeX math on lines {lines} would show raw"
