@@ -19,7 +19,8 @@ Pieces (pure functions on arrays; pandas and scikit-learn are imported only when
 - `personal`: per-user ratings, Spearman vs global, summary, tests.
 - `topics`, `style`: profiles.
 - `predict`: MLP prediction of score vectors vs the mean predictor.
-- `synthetic`: seeded Arena-format generator with planted clusters.
+- `synthetic`: seeded Arena-format generator with planted clusters, and the sample
+  log shipped as ``examples/battles.csv``.
 - `clicks`: TutorDuel trajectories as battles.
 - `analysis`, `report`: the pipeline (its result and settings in `analysis_result`)
   and its JSON/Markdown/HTML report.
@@ -70,7 +71,7 @@ from prefduel.ranking.style import (
     meta_styles,
     style_features,
 )
-from prefduel.ranking.synthetic import SyntheticTruth, synthetic_arena
+from prefduel.ranking.synthetic import SyntheticTruth, sample_battles, synthetic_arena
 from prefduel.ranking.topics import Topics, fit_topics, load_encoder, user_profiles
 
 __all__ = [
@@ -116,6 +117,7 @@ __all__ = [
     "personal_ratings",
     "predict_scores",
     "read_battles",
+    "sample_battles",
     "spearman_to_global",
     "strongly_connected",
     "style_features",

@@ -189,6 +189,28 @@ def synthetic_arena(
     return frame, truth
 
 
+#: The settings of the sample vote log shipped as ``examples/battles.csv`` (`sample_battles`).
+SAMPLE_SETTINGS: dict[str, Any] = {"n_users": 48, "n_models": 8, "votes": (25, 40), "seed": 0}
+
+
+def sample_battles() -> Any:
+    """The sample vote log shipped as ``examples/battles.csv``, as a pandas DataFrame.
+
+    `synthetic_arena` with `SAMPLE_SETTINGS`: 48 users from three taste clusters, 8 models,
+    25-40 votes per user (1,578 battles), in Arena's columns ``model_a, model_b, winner,
+    judge, tstamp`` with timestamps in whole seconds, and each battle's prompt as plain text in
+    a ``prompt`` column (Arena's ``conversation_a`` turns would triple the file).
+    ``write_battles(sample_battles(), "battles.csv")`` writes that file again, byte for byte.
+
+    Returns:
+        The battles in time order.
+    """
+    frame, _ = synthetic_arena(**SAMPLE_SETTINGS)
+    frame["tstamp"] = frame["tstamp"].round().astype("int64")
+    frame["prompt"] = [turns[0]["content"] for turns in frame.pop("conversation_a")]
+    return frame
+
+
 def _check_settings(
     n_users: int, n_models: int, votes: tuple[int, int], cluster_shares: tuple[float, ...]
 ) -> np.ndarray:
