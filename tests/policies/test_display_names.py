@@ -38,7 +38,8 @@ def test_builtin_and_reference_names_are_their_specs():
 
 
 def test_class_without_a_name_is_labelled_by_its_class(tmp_path):
-    path = _write(tmp_path / "p.py", "class Plain:\n    pass\nclass Computed:\n    name = 'a' + 'b'\n")
+    text = "class Plain:\n    pass\nclass Computed:\n    name = 'a' + 'b'\n"
+    path = _write(tmp_path / "p.py", text)
     assert display_name(f"{path}:Plain:k=1") == "Plain:k=1"
     assert display_name(f"{path}:Computed") == "Computed"
 
