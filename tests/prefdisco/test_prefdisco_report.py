@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 
 import pytest
 
@@ -149,3 +150,30 @@ def test_without_bootstrap_the_page_promises_no_intervals():
     assert "no bootstrap intervals (bootstrap: 0)." in md
     assert "## good: NormAlign by task (no intervals)" in md and "whiskers" not in md
     assert "| all | 6 | 3.100 | 3.600 | 4.100 | 50.0 |" in md
+
+
+def _condition_note(md: str, model: str) -> str:
+    """The paragraph right under a model's per-condition table."""
+    section = md.split(f"## {model}: per condition", 1)[1].split("\n## ", 1)[0]
+    return section.split("|\n\n", 1)[1].strip()
+
+
+def test_the_accuracy_column_is_explained_beside_its_table():
+    # the oracle answers worse here, as a model that trades correctness for style would
+    rows = [{**r, "correct": r["condition"] != "oracle"} for r in _model("good", 3.0, 3.5, 4.0)]
+    report = build_report(rows, SETTINGS)
+    md = render_markdown(report)
+    assert "| oracle | 6 | 6 | 4.100 ± 0.037 | 0.0% (n=6) |" in md
+    note = _condition_note(md, "good")
+    assert note.startswith("accuracy: share of episodes whose final answer to the task is right")
+    assert "not how well the answer fits the user" in note
+    assert "the oracle can score below the baseline" in note
+    assert "scripted" not in note  # not an offline run: no word on the scripted model
+    assert "task accuracy oracle - baseline -100.0 points" in md
+    assert escape(note) in render_html(report)
+
+
+def test_offline_the_accuracy_note_says_the_scripted_model_loses_accuracy_by_design():
+    report = {**build_report(_model("good", 3.0, 3.5, 4.0), SETTINGS), "offline": True}
+    note = _condition_note(render_markdown(report), "good")
+    assert "the scripted model is built to be right less often the more preferences" in note

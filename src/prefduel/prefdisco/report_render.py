@@ -40,6 +40,7 @@ from prefduel.prefdisco.errors import DatasetError
 from prefduel.prefdisco.report_figures import norm_align_bars, questions_scatter
 from prefduel.prefdisco.report_text import (
     OFFLINE_NOTE,
+    accuracy_note,
     follow_up_text,
     instances_text,
     label_of,
@@ -57,6 +58,7 @@ ERRORS_SHOWN = 20
 
 #: Folder of the figure files, relative to the report (Markdown links point into it).
 FIGURES_DIR = "figures"
+
 
 def _norm_align_cell(group: Mapping[str, Any]) -> Cell:
     value = group.get("norm_align")
@@ -208,7 +210,7 @@ def _figure(svg: str, caption: str, name: str) -> list[Figure]:
 
 
 def _model_sections(
-    model: Mapping[str, Any], slug: str, settings: Mapping[str, Any]
+    model: Mapping[str, Any], slug: str, settings: Mapping[str, Any], offline: bool
 ) -> list[Section]:
     name = label_of(model)
     level = settings["level"]
@@ -219,7 +221,11 @@ def _model_sections(
     attribute_svg = norm_align_bars(model["by_attribute"], "attribute")
     scatter_svg = questions_scatter(model["questions"]["points"])
     return [
-        Section(f"{name}: per condition", [_conditions_table(model)], id=f"{slug}-conditions"),
+        Section(
+            f"{name}: per condition",
+            [_conditions_table(model), Paragraph(accuracy_note(offline), "note")],
+            id=f"{slug}-conditions",
+        ),
         Section(
             f"{name}: NormAlign by task ({intervals})",
             [
@@ -316,7 +322,7 @@ def build_document(report: Mapping[str, Any]) -> Document:
     sections = [
         section
         for model, slug in zip(models, _slugs([label_of(m) for m in models]), strict=True)
-        for section in _model_sections(model, slug, s)
+        for section in _model_sections(model, slug, s, bool(report.get("offline")))
     ]
     compared = Section(
         f"Strategies compared (simulated user: {report.get('user_style', 'cooperative')})",

@@ -21,6 +21,11 @@ def share(value: float | None) -> str:
     return number(None if value is None else 100 * value, 1, suffix="%")
 
 
+def _points(value: float | None) -> str:
+    """A difference of two shares in percentage points (``-25.0 points``)."""
+    return number(None if value is None else 100 * value, 1, sign=True, suffix=" points")
+
+
 def norm_align_text(group: Mapping[str, Any]) -> str:
     """NormAlign of a report group: ``18.6 [-5.8, 40.1]``, ``0.0`` (no interval) or
     ``undefined (<why>)``.
@@ -132,6 +137,25 @@ def strategy_line(model: Mapping[str, Any]) -> str:
     )
 
 
+def accuracy_note(offline: bool) -> str:
+    """What the per-condition table's accuracy column measures, and why the oracle, the best
+    aligned condition, can score lower on it."""
+    note = (
+        "accuracy: share of episodes whose final answer to the task is right (checked against "
+        "the task's reference answer by rule, or by the grader model when the rules cannot "
+        "decide; n: the episodes decided). It measures correctness, not how well the answer "
+        "fits the user, so the oracle can score below the baseline: the oracle is told every "
+        "hidden preference, and an answer reshaped to them (shorter, less step by step, "
+        "another format) can get the task wrong more often."
+    )
+    if offline:
+        note += (
+            " In this offline run the scripted model is built to be right less often the more "
+            "preferences it is told (it simulates that cost), so a lower oracle accuracy is "
+            "expected here."
+        )
+    return note
+
 
 def instances_text(model: Mapping[str, Any]) -> str:
     """How many instances NormAlign rests on, out of the model's instances."""
@@ -152,8 +176,8 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"{label_of(m)}: NormAlign {norm_align_text(m['norm_align'])}; "
             f"{_negative_shares(m['negative_task_share'], q['negative_instance_share'])}; "
-            f"{_trend_text(q['trend'])}; accuracy oracle - baseline "
-            f"{share(m['accuracy_change'])}; scoring errors {m['error_count']}; "
+            f"{_trend_text(q['trend'])}; task accuracy oracle - baseline "
+            f"{_points(m['accuracy_change'])}; scoring errors {m['error_count']}; "
             f"{instances_text(m)}."
         )
         if m.get("warning"):
@@ -175,6 +199,7 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
 __all__ = [
     "NO_QUESTIONS",
     "OFFLINE_NOTE",
+    "accuracy_note",
     "follow_up_text",
     "instances_text",
     "label_of",
