@@ -18,6 +18,8 @@ from prefduel.cli.main import main, parse_seeds
 from prefduel.core.errors import SpecError
 from prefduel.runner.references import REFERENCES
 from prefduel.runner.store import ResultsStore
+from prefduel.stats.table import format_table, summarize_rows
+from prefduel.worlds.rosters import get_roster
 
 
 def _run(toy_world: str, out: Path, *extra: str) -> list[str]:
@@ -353,3 +355,67 @@ def test_seeds_of_a_stored_world_are_replicates_not_repeats(toy_world, tmp_path,
     excess = {r["seed"]: r["excess"] for r in rows if r["policy"] == "notransfer"}
     assert len(set(excess.values())) == 4
     assert "1 stored world: each seed re-orders its arrivals" in capsys.readouterr().out
+
+
+def test_run_text_explains_its_table_and_names_the_winner(toy_world, tmp_path, capsys):
+    """A first table must be readable without the docs: what the reference rows are, the unit
+    of excess regret, how many samples stand behind a ±, and who won by how much, with the
+    same paired interval that ``stats --competitor`` prints."""
+    out = tmp_path / "results.jsonl"
+    run = _run(toy_world, out)
+    run[run.index("0-1")] = "0-2"
+    run[run.index("random")] = "random,notransfer"
+    assert main(run) == 0
+    printed = capsys.readouterr().out
+    summary = [e for e in summarize_rows(ResultsStore(out).rows()) if e["kind"] == "policy"]
+    best, runner_up = summary[0]["policy"], summary[1]["policy"]
+    assert main(["stats", str(out), "--competitor", runner_up]) == 0
+    gains = capsys.readouterr().out.split(f"paired change in excess regret vs {runner_up}")[1]
+    row = next(line.split() for line in gains.splitlines() if line.split()[1:2] == [best])
+    change, t_interval = row[3], " ".join(row[4:6])
+    headline = f"best policy on {toy_world}: {best}; excess regret vs the next best, {runner_up}: "
+    assert headline + f"{change} {t_interval}" in printed.splitlines()
+    flat = " ".join(printed.split())  # the legend is wrapped at 100 columns
+    assert "(paired by seed over 3 seeds, 95% t interval" in flat
+    assert "excess: excess regret R - G" in flat and "12 arrivals x 24 rounds" in flat
+    assert "±: standard error of the mean over 3 seeds (1 stored world" in flat
+    assert "docs/tutorduel.md#reference-rows" in flat
+    legend = {line.split()[0] for line in printed.splitlines() if line.startswith("  ref:")}
+    assert legend == set(REFERENCES)  # every reference row shown is explained
+
+
+def test_run_machine_readable_formats_carry_no_legend(toy_world, tmp_path, capsys):
+    out = tmp_path / "results.jsonl"
+    assert main([*_run(toy_world, out), "--format", "json"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    assert {e["policy"] for e in entries} == {"random", *REFERENCES}
+    assert main([*_run(toy_world, out), "--format", "csv"]) == 0
+    assert capsys.readouterr().out == format_table(
+        summarize_rows(ResultsStore(out).rows()), "csv"
+    )
+
+
+def test_leaderboard_defaults_to_unlocked_rosters_and_says_how_to_run_the_locked_ones(
+    tmp_path, capsys, monkeypatch
+):
+    args = cli.build_parser().parse_args(["leaderboard"])
+    assert args.worlds and not any(get_roster(w).locked for w in args.worlds.split(","))
+    monkeypatch.chdir(tmp_path)
+    # the default worlds, a tiny grid: it runs without --allow-test and writes its files
+    assert main(["leaderboard", "--seeds", "0", "--policies", "random", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    for world in args.worlds.split(","):
+        assert f"world: {world} (" in printed
+    assert (tmp_path / "leaderboard.md").is_file() and (tmp_path / "leaderboard.csv").is_file()
+    hint = "--worlds test-profiles,test-composite,test-quirky --allow-test"
+    assert hint in printed
+    assert main(["leaderboard", "--help"]) == 0
+    assert hint in " ".join(capsys.readouterr().out.split())
+
+
+def test_top_level_help_describes_every_system(capsys):
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for words in ("TutorDuel", "CODuel", "personalized rankings", "rank", "PrefDisco",
+                  "prefdisco", "datagen", "LLM"):
+        assert words in text

@@ -1,4 +1,5 @@
-"""The gains and curve sections of ``prefduel stats``: shared-writer tables, same numbers."""
+"""The gains and curve sections of ``prefduel stats``, and the explained summary of ``run``:
+shared-writer tables, same numbers."""
 
 from __future__ import annotations
 
@@ -6,10 +7,19 @@ import csv
 import io
 
 import numpy as np
+import pytest
 
 from prefduel.core.document import Paragraph, Table
-from prefduel.stats.sections import StatsOptions, format_curves, format_gains
-from prefduel.stats.table import render
+from prefduel.runner.references import REFERENCES
+from prefduel.stats.paired import paired_gains
+from prefduel.stats.sections import (
+    REFERENCE_LEGEND,
+    StatsOptions,
+    format_curves,
+    format_gains,
+    summary_report,
+)
+from prefduel.stats.table import format_table, render, summarize_rows
 
 NAN = float("nan")
 GAINS = [
@@ -94,3 +104,80 @@ def test_render_joins_blocks_with_blank_lines_and_csv_tables_back_to_back():
     assert render(blocks, "text") == "### a\n\nx\n1\n\ny\n2\n"
     assert render(blocks, "csv") == "x\n1\ny\n2\n"
     assert render([], "text") == ""
+
+
+def _scored_rows(seeds: int, world: str = "dev", arrivals: int = 5) -> list[dict]:
+    """Rows of three policies and two references whose excess regret is ``base`` plus noise."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for seed in range(seeds):
+        for policy, base, kind in (
+            ("a", 100.0, "policy"),
+            ("b", 130.0, "policy"),
+            ("c", 300.0, "policy"),
+            ("ref:floor", 0.0, "reference"),
+            ("ref:oracle-user", 50.0, "reference"),
+        ):
+            excess = base + (10 * rng.random() if base else 0.0)
+            rows.append({
+                "kind": kind, "world": world, "seed": seed, "policy": policy,
+                "score": 100 - excess / 4, "excess": excess,
+                "excess_per_arrival": [excess / arrivals] * arrivals,
+                "excess_per_round": [excess / arrivals / 24] * 24,
+            })
+    return rows
+
+
+def _gain_cells(rows: list[dict], policy: str, competitor: str) -> tuple[str, str, str]:
+    """Seeds, change and t interval of ``policy`` as the gains table of ``stats --competitor``
+    prints them."""
+    pool = [r for r in rows if r["kind"] == "policy"]
+    for line in format_gains(paired_gains(pool, competitor), "text").splitlines()[2:]:
+        cells = line.split()
+        if cells[1] == policy:
+            return cells[2], cells[3], " ".join(cells[4:6])
+    raise AssertionError(f"no gains row for {policy}")
+
+
+def test_run_summary_names_the_best_policy_against_the_next_best():
+    rows = _scored_rows(4)
+    text = summary_report(rows, "text")
+    assert text.startswith(format_table(summarize_rows(rows), "text"))
+    seeds, change, t = _gain_cells(rows, "a", "b")
+    assert seeds == "4" and change.startswith("-") and t.startswith("[-")
+    line = next(x for x in text.splitlines() if x.startswith("best policy on dev:"))
+    assert line == f"best policy on dev: a; excess regret vs the next best, b: {change} {t}"
+    assert "paired by seed over 4 seeds, 95% t interval: prefduel stats --competitor b" in text
+
+
+def test_run_summary_with_one_seed_gives_no_interval_and_one_policy_no_headline():
+    rows = _scored_rows(1)
+    line = next(x for x in summary_report(rows, "text").splitlines() if x.startswith("best"))
+    assert line.endswith("b: " + _gain_cells(rows, "a", "b")[1] + " (one seed: no interval)")
+    alone = [r for r in rows if r["policy"] not in ("b", "c")]
+    assert "best policy" not in summary_report(alone, "text")
+
+
+def test_run_summary_legend_explains_units_samples_and_the_references_shown():
+    text = summary_report(_scored_rows(4, arrivals=5), "text")
+    legend = text.split("score: ", 1)[1]
+    flat = " ".join(legend.split())  # the legend is wrapped at 100 columns
+    assert "uniformly random pairs 0, the floor 100" in flat
+    assert "excess: excess regret R - G" in flat and "utilities in [0, 1]" in flat
+    assert "dev: 5 arrivals x 24 rounds" in flat
+    assert "±: standard error of the mean over 4 seeds (each seed an independent world)" in flat
+    assert "docs/tutorduel.md#reference-rows" in flat
+    assert max(len(line) for line in text.splitlines()) <= 100
+    ref_lines = [x.split()[0] for x in legend.splitlines() if x.startswith("  ref:")]
+    assert ref_lines == ["ref:floor", "ref:oracle-user"]  # the references shown, table order
+
+
+def test_every_reference_has_a_legend_line():
+    assert set(REFERENCE_LEGEND) == set(REFERENCES)
+    assert all(len(f"  {name:<28}{text}") <= 100 for name, text in REFERENCE_LEGEND.items())
+
+
+@pytest.mark.parametrize("fmt", ["md", "csv", "json"])
+def test_run_summary_keeps_machine_readable_formats_unchanged(fmt):
+    rows = _scored_rows(3)
+    assert summary_report(rows, fmt) == format_table(summarize_rows(rows), fmt)

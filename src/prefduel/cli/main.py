@@ -43,13 +43,17 @@ from prefduel.core.registry import split_specs
 from prefduel.runner.distributed import dask_executor
 from prefduel.runner.store import ResultsStore
 from prefduel.runner.sweep import sweep
-from prefduel.stats.sections import StatsOptions, parse_names, stats_report
+from prefduel.stats.sections import StatsOptions, parse_names, stats_report, summary_report
 from prefduel.stats.table import FORMATS, format_table, summarize_rows
 from prefduel.worlds.rosters import ROSTERS, get_roster, is_roster
 
 PROG = "prefduel"
 DEFAULT_POLICIES = "random,notransfer,pooled,coduel"
-LEADERBOARD_WORLDS = "test-profiles,test-composite,test-quirky"
+#: The leaderboard's default rosters: the unlocked ones, so that it runs as typed.
+LEADERBOARD_WORLDS = "dev,control-scrambled,control-unstructured"
+#: The evaluation rosters of the published leaderboard (locked: they need --allow-test).
+EVALUATION_WORLDS = "test-profiles,test-composite,test-quirky"
+EVALUATION_COMMAND = f"{PROG} leaderboard --worlds {EVALUATION_WORLDS} --allow-test"
 LEADERBOARD_POLICIES = (
     "random,notransfer,pooled,coduel,rucb,colstim,maxinp,coldb,dts-laplace,maxpair-ucb,"
     "meta-ts,hier-ts"
@@ -111,11 +115,35 @@ def _add_execution_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+DESCRIPTION = """\
+Personalize LLM answers to individual users from pairwise preferences, and evaluate it.
+Three systems on one core, all offline on built-in defaults (no API key, no network):
+
+  TutorDuel + CODuel    benchmark online policies that show two of six persona answers per
+                        question and learn from one click, across arriving users; CODuel, eight
+                        baselines, exact scoring, statistics, reports: worlds, run,
+                        leaderboard, stats, report, play, replay
+  personalized rankings per-user Elo and Bradley-Terry rankings vs the global one from
+                        Arena-style vote logs, significance tests, prediction: rank
+  PrefDisco             cold-start preference discovery: can a model find out what a user
+                        wants by asking a simulated user? prefdisco generate|run|report
+
+LLM tooling: datagen builds TutorDuel worlds from LLM calls (a scripted backend offline, or any
+OpenAI-compatible endpoint); cache inspects or clears the LLM response cache."""
+
+EPILOG = f"""\
+Start with: {PROG} run (dev roster, 4 seeds, four policies). Each command has --help.
+The published leaderboard, on the locked evaluation rosters:
+  {EVALUATION_COMMAND}"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``prefduel``."""
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Benchmark personalization from pairwise preferences (TutorDuel).",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -170,10 +198,15 @@ def _add_leaderboard_command(sub: Any) -> None:
         help="run or read a grid and write the leaderboard",
         description="Run every unfinished cell (finished rows are read from RESULTS), then print "
         "the leaderboard per roster: score and excess regret, mean ± s.e. over seeds, sorted, "
-        "reference rows marked; also written as Markdown and CSV.",
+        "reference rows marked; also written as Markdown and CSV. By default it runs the "
+        "unlocked rosters (dev and the two controls; the full default grid takes minutes). "
+        f"The published leaderboard is on the locked evaluation rosters: {EVALUATION_COMMAND}",
     )
     board.add_argument(
-        "--worlds", default=LEADERBOARD_WORLDS, help=f"default: {LEADERBOARD_WORLDS}"
+        "--worlds",
+        default=LEADERBOARD_WORLDS,
+        help=f"comma list of rosters (default: {LEADERBOARD_WORLDS}, the unlocked ones; "
+        f"the evaluation rosters: --worlds {EVALUATION_WORLDS} --allow-test)",
     )
     board.add_argument("--seeds", default="0-31", help="default: 0-31")
     board.add_argument(
@@ -314,9 +347,10 @@ def _note_seeds_beyond_protocol(worlds: list[str], seeds: list[int]) -> None:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    """Run the sweep and print the summary table of the requested grid."""
+    """Run the sweep and print the summary table of the requested grid (in text with its
+    headlines and legend, `summary_report`)."""
     rows = _sweep_args(args, args.out)
-    out.write(format_table(summarize_rows(rows), args.format))
+    out.write(summary_report(rows, args.format))
     return 0
 
 
@@ -327,8 +361,13 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
     for path, fmt in ((args.md, "md"), (args.csv, "csv")):
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(format_table(summary, fmt))
-    out.write(format_table(summary, "text"))
+    out.write(summary_report(rows, "text"))
     out.write(f"\nwrote {args.md} and {args.csv}\n")
+    if not set(parse_names(EVALUATION_WORLDS)) & set(parse_names(args.worlds)):
+        out.write(
+            "note: these are not the evaluation rosters; the published leaderboard "
+            f"(docs/baselines.md) is: {EVALUATION_COMMAND}\n"
+        )
     return 0
 
 
