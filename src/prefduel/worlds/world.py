@@ -187,20 +187,31 @@ class World:
         return path
 
 
-def load_world(path: str | Path) -> World:
+def load_world(path: str | Path, seed: int | None = None) -> World:
     """Load a world saved by `World.save` (a directory or its ``world.json``).
+
+    Roster ids and roster files are not stored worlds: `prefduel.worlds.get_world` generates
+    their worlds (and also loads stored ones).
+
+    Args:
+        path: The directory written by `World.save`, or its ``world.json``.
+        seed: Return this replicate of the stored world (`replicate`), as ``get_world`` does;
+            ``None`` or the stored seed: the world as stored.
 
     Raises:
         WorldFormatError: if a file is missing, unreadable, of another format, or its arrays do
-            not match their recorded digests.
+            not match their recorded digests; for a roster id or roster file the message
+            names ``get_world``.
     """
+    given = str(path)
     path = Path(path)
     if path.name == "world.json":
         path = path.parent
     meta_path, arr_path = path / "world.json", path / "arrays.npz"
     for p in (meta_path, arr_path):
         if not p.is_file():
-            raise WorldFormatError(f"stored world {path}: missing file {p.name}")
+            hint = _roster_hint(given)
+            raise WorldFormatError(f"stored world {path}: missing file {p.name}{hint}")
     try:
         meta = json.loads(meta_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -236,7 +247,21 @@ def load_world(path: str | Path) -> World:
             f"stored world {path}: world.json records shape {shape!r} but the arrays have {actual}"
         )
     world.validate(where=f"stored world {path}")
-    return world
+    return world if seed is None else replicate(world, seed)
+
+
+def _roster_hint(name: str) -> str:
+    """A pointer to ``get_world`` when ``name`` is a roster id or roster file, else ''."""
+    from prefduel.worlds.roster_file import is_roster_file
+    from prefduel.worlds.rosters import is_roster  # rosters imports this module
+
+    if Path(name).is_dir() or not is_roster(name):
+        return ""
+    kind = "roster file" if is_roster_file(name) else "roster id"
+    return (
+        f" ({name!r} is a {kind}: get_world({name!r}, seed) generates its world; load_world "
+        "reads a folder written by World.save)"
+    )
 
 
 def _metadata_fields(meta: dict[str, Any], path: Path) -> dict[str, Any]:
