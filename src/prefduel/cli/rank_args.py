@@ -48,6 +48,11 @@ def add_rank_parser(sub: Any) -> Any:
         help="also print this user's leaderboard beside the global one, with intervals (the "
         "user needs at least --min-votes votes)",
     )
+    rank.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bars (each stage's duration is still printed on stderr)",
+    )
     _add_column_options(rank.add_argument_group("input columns and labels"))
     analysis = rank.add_argument_group("analysis")
     _add_rating_options(analysis)

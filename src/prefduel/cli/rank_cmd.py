@@ -188,13 +188,11 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
 
         user = find_user(battles, args.user, config.min_votes)
     out.write(_input_summary(battles.summary()))
-    started = time.perf_counter()
-
-    def stage(name: str) -> None:
-        print(f"prefduel rank: {name} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
-
-    result = analyze(battles, config, on_stage=stage)
+    log = StageLog(progress=not args.no_progress)
+    result = analyze(battles, config, on_stage=log.start, on_progress=log.step)
+    log.start("reports and figures")
     paths = write_report(result, out_dir, command=command_line(args))
+    log.finish("analysis and reports")
     out.write(_summary_text(result))
     for message in result.messages:
         out.write(f"note: {message}\n")
@@ -211,6 +209,68 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
         + "\n"
     )
     return 0
+
+
+#: What the steps of a stage are (`prefduel.ranking.analyze` reports them).
+_STEP_UNITS = {"prediction": "nets"}
+
+
+class StageLog:
+    """What ``prefduel rank`` is doing, on stderr: while a stage runs, a line naming it (a
+    progress bar once the stage counts its steps), and once it ends, its duration."""
+
+    def __init__(self, *, progress: bool = True) -> None:
+        self.progress = progress
+        self.name: str | None = None
+        self.bar: tqdm | None = None
+        self.started = self.first = time.perf_counter()
+
+    def start(self, name: str) -> None:
+        """End the running stage (printing its duration) and start ``name``."""
+        self.end()
+        self.name, self.started = name, time.perf_counter()
+        self._open(f"prefduel rank: {name} ...", None)
+
+    def step(self, name: str, done: int, total: int) -> None:
+        """``done`` of the ``total`` steps of stage ``name`` are finished."""
+        if not self.progress or name != self.name:
+            return
+        if self.bar is None or self.bar.total != total:
+            unit = _STEP_UNITS.get(name, "steps")
+            self._open(
+                f"prefduel rank: {name}: {{percentage:3.0f}}%|{{bar}}| {{n_fmt}}/{{total_fmt}} "
+                f"{unit} [{{elapsed}}<{{remaining}}]",
+                total,
+            )
+        assert self.bar is not None
+        self.bar.update(done - self.bar.n)
+        if done == total:  # the last count shows even within tqdm's refresh interval
+            self.bar.refresh()
+
+    def end(self) -> None:
+        """Close the running stage's line and print how long the stage took."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        if self.name is not None:
+            seconds = time.perf_counter() - self.started
+            print(f"prefduel rank: {self.name}: {seconds:.1f} s", file=sys.stderr)
+            self.name = None
+
+    def finish(self, what: str) -> None:
+        """End the running stage, then print the time since this log was made, as ``what``."""
+        self.end()
+        print(f"prefduel rank: {what}: {time.perf_counter() - self.first:.1f} s", file=sys.stderr)
+
+    def _open(self, bar_format: str, total: int | None) -> None:
+        """Replace the stage's line by a new one (no line at all without progress)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        if self.progress:
+            self.bar = tqdm(
+                total=total, file=sys.stderr, leave=False, bar_format=bar_format, ncols=100
+            )
 
 
 def _input_summary(summary: dict[str, Any]) -> str:

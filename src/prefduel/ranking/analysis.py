@@ -44,6 +44,7 @@ def analyze(
     config: RankConfig | None = None,
     *,
     on_stage: Callable[[str], None] | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> RankAnalysis:
     """Run the personalized-ranking analysis.
 
@@ -53,6 +54,9 @@ def analyze(
         on_stage: Called with a stage's name as it starts (``global ratings``, ``per-user
             ratings``, ``held-out log-loss``, ``topics``, ``style features``, ``meta-styles``,
             ``prediction``), so a caller can show progress through the long steps.
+        on_progress: Called as ``(stage, done, total)`` inside a long stage after each of its
+            ``total`` steps (``prediction``: each fitted net), so a caller can show how far
+            it has got.
 
     Returns:
         A `RankAnalysis`.
@@ -90,7 +94,7 @@ def analyze(
     )
     _holdout_step(result, stage)
     if config.features:
-        _features(result, stage)
+        _features(result, stage, on_progress or (lambda name, done, total: None))
     else:
         messages.append("topic, style and prediction steps were not run (features off)")
     return result
@@ -281,7 +285,11 @@ def _holdout_step(result: RankAnalysis, stage: Callable[[str], None]) -> None:
     result.timings["holdout"] = time.perf_counter() - clock
 
 
-def _features(result: RankAnalysis, stage: Callable[[str], None]) -> None:
+def _features(
+    result: RankAnalysis,
+    stage: Callable[[str], None],
+    progress: Callable[[str, int, int], None],
+) -> None:
     """Topic and style profiles, meta-styles, clusters and predictions, in place."""
     if result.battles.prompts is None:
         result.messages.append(
@@ -306,7 +314,7 @@ def _features(result: RankAnalysis, stage: Callable[[str], None]) -> None:
     if _degenerate_features(result, x, has_text):
         return
     _meta_style_step(result, user_style[keep], names, stage)
-    _prediction_step(result, x, keep, stage)
+    _prediction_step(result, x, keep, stage, progress)
 
 
 def _degenerate_features(result: RankAnalysis, x: np.ndarray, has_text: np.ndarray) -> bool:
@@ -406,10 +414,15 @@ def _meta_style_step(
 
 
 def _prediction_step(
-    result: RankAnalysis, x: np.ndarray, keep: np.ndarray, stage: Callable[[str], None]
+    result: RankAnalysis,
+    x: np.ndarray,
+    keep: np.ndarray,
+    stage: Callable[[str], None],
+    progress: Callable[[str, int, int], None],
 ) -> None:
     """Predict the per-user Elo and BT vectors of users ``keep`` from features ``x``
-    ``(U'', T + F)``, with the shuffled-features controls, in place."""
+    ``(U'', T + F)``, with the shuffled-features controls, in place; ``progress`` hears of
+    each fitted net."""
     config, personal = result.config, result.personal
     clock = time.perf_counter()
     stage("prediction")
@@ -422,12 +435,27 @@ def _prediction_step(
         "bt": PredictorSpec(kind="single", folds=folds),
     }
     targets = {"elo": personal.elo[keep], "bt": personal.bt[keep]}
+    runs = 2 if config.shuffle_control else 1
+    total = runs * folds * (config.members + 1)  # the Elo ensemble, then one BT net
+    done = 0
+
+    def fitted() -> None:
+        nonlocal done
+        done += 1
+        progress("prediction", done, total)
+
     for name, spec in specs.items():
         result.predictions[name] = predict_scores(
-            x, targets[name], spec, target=name, seed=config.seed
+            x, targets[name], spec, target=name, seed=config.seed, on_fit=fitted
         )
         if config.shuffle_control:
             result.predictions[f"{name}_shuffled"] = predict_scores(
-                x, targets[name], spec, target=name, seed=config.seed, shuffle_features=True
+                x,
+                targets[name],
+                spec,
+                target=name,
+                seed=config.seed,
+                shuffle_features=True,
+                on_fit=fitted,
             )
     result.timings["prediction"] = time.perf_counter() - clock

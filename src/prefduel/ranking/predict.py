@@ -17,6 +17,7 @@ References:
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +125,7 @@ def predict_scores(
     seed: int = 0,
     shuffle_features: bool = False,
     n_boot: int = 1000,
+    on_fit: Callable[[], None] | None = None,
 ) -> Prediction:
     """Cross-validated MLP prediction of score vectors vs the global-mean predictor.
 
@@ -136,6 +138,8 @@ def predict_scores(
         seed: Seed of folds, nets, the shuffle and the bootstrap.
         shuffle_features: Permute the feature rows first (a control: no signal left).
         n_boot: Bootstrap replicates of the intervals.
+        on_fit: Called after each fitted net (``folds x members`` calls for an ensemble,
+            ``folds`` for a single net), so a caller can show progress.
 
     Returns:
         A `Prediction`.
@@ -152,7 +156,7 @@ def predict_scores(
     rng = stream(seed, "ranking", "predict", target)
     if shuffle_features:
         features = features[rng.permutation(n_users)]
-    predicted, actual = _cross_validate(features, scores, spec, rng)
+    predicted, actual = _cross_validate(features, scores, spec, rng, on_fit or (lambda: None))
     per_model, per_mean = _per_user_errors(predicted, actual)
     bm, bb = _bootstrap_means(per_model, per_mean, rng, n_boot)
     gains = 1.0 - bm / np.maximum(bb, 1e-12)
@@ -226,7 +230,11 @@ def _interval(x: np.ndarray) -> tuple[float, float]:
 
 
 def _cross_validate(
-    x: np.ndarray, y: np.ndarray, spec: PredictorSpec, rng: np.random.Generator
+    x: np.ndarray,
+    y: np.ndarray,
+    spec: PredictorSpec,
+    rng: np.random.Generator,
+    on_fit: Callable[[], None],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold standardized predictions and standardized targets, both ``(U, M)``."""
     model_selection = _deps.require("sklearn.model_selection", "score prediction")
@@ -243,7 +251,7 @@ def _cross_validate(
         y_mu, y_sd = _column_stats(y[train])
         zt = np.nan_to_num((y[train] - y_mu) / y_sd, nan=0.0)  # unseen: imputed at the mean
         actual[test] = (y[test] - y_mu) / y_sd
-        predicted[test] = _fit_predict(xt, zt, xv, spec, rng)
+        predicted[test] = _fit_predict(xt, zt, xv, spec, rng, on_fit)
     return predicted, actual
 
 
@@ -263,6 +271,7 @@ def _fit_predict(
     xv: np.ndarray,
     spec: PredictorSpec,
     rng: np.random.Generator,
+    on_fit: Callable[[], None],
 ) -> np.ndarray:
     neural = _deps.require("sklearn.neural_network", "score prediction")
     exceptions = _deps.require("sklearn.exceptions", "score prediction")
@@ -284,4 +293,5 @@ def _fit_predict(
             )
             net.fit(xt, zt)
             out += net.predict(xv).reshape(xv.shape[0], -1)
+            on_fit()
     return out / members
