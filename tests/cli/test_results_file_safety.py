@@ -18,10 +18,10 @@ def _results(toy_world, tmp_path, capsys):
     return out
 
 
-def _age_one_row(path, version="0.0.1", score=99.0):
+def _age_one_row(path, version="0.0.1"):
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     target = next(r for r in rows if r["policy"] == "random" and r["seed"] == 0)
-    target.update(version=version, score=score)
+    target.update(version=version)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
@@ -63,4 +63,4 @@ def test_a_second_writer_on_the_same_results_file_is_refused(toy_world, tmp_path
 def test_out_naming_a_directory_is_one_named_error(toy_world, tmp_path, capsys):
     assert main(["run", "--worlds", toy_world, *RUN, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert f"results file {tmp_path} cannot be opened for writing" in err
+    assert f"results file {tmp_path} is a directory, not a JSONL file" in err

@@ -91,13 +91,18 @@ def test_damaged_last_line_is_skipped_and_reported(tmp_path, toy):
 @pytest.mark.parametrize(
     ("field", "value", "problem"),
     [
-        ("score", None, "field 'score' is None, not a finite number"),
-        ("excess", "12", "field 'excess' is '12', not a finite number"),
-        ("excess", float("nan"), "field 'excess' is nan, not a finite number"),
+        ("score", None, "field 'score' is None, not a number"),
+        ("excess", "12", "field 'excess' is '12', not a number"),
+        ("excess", float("nan"), "field 'excess' is nan, not a number"),
         ("score", "drop", "no field 'score'"),
+        ("excess_per_arrival", "drop", "no field 'excess_per_arrival'"),
+        ("excess_per_arrival", [None] * 12, "field 'excess_per_arrival' holds values that are"),
+        ("score", 12345.0, "score 12345.0 disagrees with its regrets"),
     ],
 )
-def test_rows_without_usable_numbers_are_refused(tmp_path, toy, field, value, problem):
+def test_rows_with_unusable_or_impossible_numbers_are_refused(tmp_path, toy, field, value,
+                                                              problem):
+    """A damaged row is named by its line instead of being averaged in or left out."""
     rows, _ = toy
     broken = dict(rows[5])
     if value == "drop":
@@ -107,38 +112,23 @@ def test_rows_without_usable_numbers_are_refused(tmp_path, toy, field, value, pr
     path = write_rows(tmp_path / "r.jsonl", [*rows[:5], broken, *rows[6:]])
     with pytest.raises(ResultsFileError) as info:
         build_report(path, tmp_path / "out")
-    message = str(info.value)
-    assert "1 row(s) lack a usable score or excess" in message
-    assert f"line 6 (world {rows[5]['world']!r}, seed {rows[5]['seed']}" in message
-    assert problem in message
+    assert f"{path}, line 6: {problem}" in str(info.value)
+    assert not (tmp_path / "out" / "index.html").exists()
 
 
-def test_rows_without_curves_stay_in_the_leaderboard_only(tmp_path, toy):
+def test_curves_of_another_length_are_refused(tmp_path, toy):
     rows, _ = toy
     rows = [dict(r) for r in rows]
-    index = next(i for i, r in enumerate(rows) if r["policy"] == "pooled" and r["seed"] == 1)
-    del rows[index]["excess_per_arrival"]
-    path = write_rows(tmp_path / "r.jsonl", rows)
-    result, html, warned = _build(path, tmp_path / "out")
-    assert any(
-        f"line {index + 1} (world" in w and "no field 'excess_per_arrival'" in w for w in warned
-    )
-    report = result.worlds[0]
-    board = {e["policy"]: e for e in report.leaderboard}
-    assert board["pooled"]["n"] == 3  # still in the leaderboard
-    assert report.curves["pooled"]["n"] == 2  # not in the curves
-    assert report.profiles.seeds["pooled"] == 2
-    assert "left out of the learning curves" in html
-
-
-def test_curves_of_another_length_are_left_out(tmp_path, toy):
-    rows, _ = toy
-    rows = [dict(r) for r in rows]
-    rows[0]["excess_per_arrival"] = rows[0]["excess_per_arrival"][:-1]
-    data = None
-    with pytest.warns(ReportWarning, match="curves of length 11 arrivals x 24 rounds, but most"):
-        data = load_input(write_rows(tmp_path / "r.jsonl", rows))
-    assert id(data.rows[0]) not in data.curve_ok and len(data.curve_ok) == len(rows) - 1
+    cut = rows[1]["excess_per_arrival"][:-1]
+    rows[1]["excess_per_arrival"] = cut
+    # keep the row consistent on its own: only its length differs from the world's
+    rows[1]["excess"] = sum(cut)
+    rows[1]["R"] = rows[1]["G"] + rows[1]["excess"]
+    rows[1]["score"] = 100 * (rows[1]["R_rand"] - rows[1]["R"]) / (rows[1]["R_rand"] - rows[1]["G"])
+    ratio = (sum(cut) / 11) / sum(rows[1]["excess_per_round"])
+    rows[1]["excess_per_round"] = [x * ratio for x in rows[1]["excess_per_round"]]
+    with pytest.raises(ResultsFileError, match=r"line 2: curves of 11 arrivals x 24 rounds"):
+        load_input(write_rows(tmp_path / "r.jsonl", rows))
 
 
 def test_mixed_versions_warn_and_show(tmp_path, toy):

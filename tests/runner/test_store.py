@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from pb_rows import make_row as _row
 from prefduel.core.errors import ResultsFileError
 from prefduel.runner.store import ResultsFileWarning, ResultsStore
-
-
-def _row(policy: str, seed: int = 0, score: float = 1.0) -> dict:
-    return {"kind": "policy", "world": "w", "seed": seed, "policy": policy, "score": score}
 
 
 def _write(path: Path, rows: list[dict]) -> bytes:
@@ -98,3 +96,86 @@ def test_only_the_coordinating_process_appends(tmp_path: Path) -> None:
     store._owner_pid = -1  # pretend the store was opened by another process
     with pytest.raises(RuntimeError, match="coordinating process"):
         store.append(_row("a"))
+
+
+# -- rows whose numbers are wrong are refused on read, naming the line ------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"score": float("nan")}, r"field 'score' is nan"),
+        ({"score": "48.2"}, r"field 'score' is '48.2', not a number"),
+        ({"score": 12345.0}, r"score 12345.0 disagrees with its regrets, which give 1.0000"),
+        ({"kind": "oracle"}, r"kind must be one of"),
+        ({"excess_per_arrival": [None] * 4}, r"field 'excess_per_arrival' holds values"),
+        ({"excess_per_arrival": [1.0] * 4}, r"excess_per_arrival sums to 4"),
+        ({"excess": 3.0}, r"excess 3.0 is not R - G"),
+        ({"R_rand": 5.0}, r"R_rand \(5.0\) is not above the floor"),
+    ],
+)
+def test_a_row_with_impossible_numbers_is_refused_naming_its_line(tmp_path, change, message):
+    path = tmp_path / "results.jsonl"
+    _write(path, [_row("a"), {**_row("b"), **change}, _row("c")])
+    for repair in (True, False):
+        with pytest.raises(ResultsFileError, match=r"results\.jsonl, line 2: " + message):
+            ResultsStore(path, repair=repair)
+
+
+def test_a_curve_of_another_length_than_its_world_is_refused(tmp_path):
+    path = tmp_path / "results.jsonl"
+    _write(path, [_row("a"), _row("b", arrivals=5), _row("c", world="other", arrivals=5)])
+    with pytest.raises(ResultsFileError, match=r"line 2: curves of 5 arrivals x 3 rounds.*line 1"):
+        ResultsStore(path)
+
+
+def test_appending_an_impossible_row_is_refused(tmp_path):
+    store = ResultsStore(tmp_path / "results.jsonl")
+    with pytest.raises(ResultsFileError, match="score"):
+        store.append({**_row("a"), "score": float("nan")})
+    assert len(store) == 0 and not (tmp_path / "results.jsonl").exists()
+
+
+def test_a_deeply_nested_line_is_a_damaged_line_not_a_crash(tmp_path):
+    path = tmp_path / "results.jsonl"
+    deep = b"[" * 200_000 + b"]" * 200_000 + b"\n"
+    good = _write(path, [_row("a")])
+    path.write_bytes(good + deep + json.dumps(_row("b")).encode() + b"\n")
+    with pytest.raises(ResultsFileError, match="line 2: not a valid JSON row"):
+        ResultsStore(path)
+    path.write_bytes(good + deep)
+    with pytest.warns(ResultsFileWarning):
+        assert len(ResultsStore(path)) == 1
+    assert path.read_bytes() == good
+
+
+# -- paths that are not results files ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("lock", [True, False])
+def test_a_device_is_refused_without_reading_it(lock):
+    with pytest.raises(ResultsFileError, match="not a regular file"):
+        ResultsStore("/dev/zero", lock=lock)
+
+
+def test_a_fifo_is_refused_instead_of_blocking(tmp_path):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ResultsFileError, match="not a regular file"):
+        ResultsStore(fifo, lock=True)
+
+
+def test_a_directory_is_refused(tmp_path):
+    with pytest.raises(ResultsFileError, match="is a directory"):
+        ResultsStore(tmp_path)
+
+
+def test_a_file_deleted_under_a_writer_is_still_locked(tmp_path):
+    path = tmp_path / "results.jsonl"
+    with ResultsStore(path, lock=True) as store:
+        store.append(_row("a"))
+        path.unlink()  # the user deletes the file while the run holds it
+        with pytest.raises(ResultsFileError, match="being written by another prefduel process"):
+            ResultsStore(path, lock=True)
+    with ResultsStore(path, lock=True):  # released with the first writer
+        pass

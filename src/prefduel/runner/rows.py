@@ -134,13 +134,15 @@ class ResultRow:
         if kind not in KINDS:
             raise ResultsFileError(f"{where}: kind must be one of {list(KINDS)}, got {kind!r}")
         for name in ("R", "G", "R_rand", "excess", "score", "wall_time"):
-            value = data.get(name)
+            if name not in data:
+                raise ResultsFileError(f"{where}: no field {name!r}")
+            value = data[name]
             if not _is_number(value):
                 raise ResultsFileError(f"{where}: field {name!r} is {value!r}, not a number")
         problem = curve_problem(data)
         if problem:
             raise ResultsFileError(f"{where}: {problem}")
-        return cls(
+        row = cls(
             kind=kind,
             world=world,
             seed=seed,
@@ -150,6 +152,40 @@ class ResultRow:
             excess_per_round=tuple(float(x) for x in data["excess_per_round"]),
             version=row_version(data),
         )
+        problem = consistency_problem(row)
+        if problem:
+            raise ResultsFileError(f"{where}: {problem}")
+        return row
+
+
+def consistency_problem(row: ResultRow) -> str | None:
+    """Why a row's numbers contradict each other, or None when they agree.
+
+    A row restates its totals several ways (``excess = R - G``, ``score`` from ``R``, ``R_rand``
+    and ``G``, the curves summing to ``excess``); a row altered by hand or damaged otherwise
+    breaks one of them, and averaging it in would report a number no run produced.
+    """
+    scale = max(1.0, abs(row.R), abs(row.G), abs(row.R_rand))
+    tolerance = 1e-6 * scale + 1e-9 * len(row.excess_per_arrival)
+    if row.R_rand - row.G <= 0:
+        return f"R_rand ({row.R_rand}) is not above the floor G ({row.G}); no world gives that"
+    if min(row.R, row.G, row.R_rand) < -tolerance or row.wall_time < 0:
+        return "a regret total or the wall time is negative; regrets are never below 0"
+    if abs(row.excess - (row.R - row.G)) > tolerance:
+        return f"excess {row.excess} is not R - G = {row.R - row.G:.10g}"
+    expected = score(row.R, row.R_rand, row.G)
+    if abs(row.score - expected) > 1e-6 * max(1.0, abs(expected)):
+        return f"score {row.score} disagrees with its regrets, which give {expected:.4f}"
+    by_arrival = math.fsum(row.excess_per_arrival)
+    if abs(by_arrival - row.excess) > tolerance:
+        return f"excess_per_arrival sums to {by_arrival:.10g}, not to excess {row.excess:.10g}"
+    by_round = math.fsum(row.excess_per_round) * len(row.excess_per_arrival)
+    if abs(by_round - row.excess) > tolerance * len(row.excess_per_round):
+        return (
+            f"excess_per_round (means over {len(row.excess_per_arrival)} arrivals) gives "
+            f"{by_round:.10g} in all, not excess {row.excess:.10g}"
+        )
+    return None
 
 
 def row_key(row: Any, where: str = "row") -> RowKey:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 try:
     import fcntl
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from prefduel.core.errors import ResultsFileError
-from prefduel.runner.rows import RowKey, row_key
+from prefduel.runner.rows import ResultRow, RowKey, row_key
 
 
 class ResultsFileWarning(UserWarning):
@@ -56,6 +57,7 @@ class ResultsStore:
         self.path = Path(path)
         self._rows: list[dict[str, Any]] = []
         self._keys: set[RowKey] = set()
+        self._shapes: dict[str, tuple[tuple[int, int], str]] = {}
         self._owner_pid = os.getpid()
         self._lock_handle: Any = self._lock() if lock else None
         try:
@@ -67,13 +69,38 @@ class ResultsStore:
 
     # -- the writer's lock -------------------------------------------------------------------
 
-    def _lock(self) -> Any:
+    def _lock(self) -> list[Any]:
+        """Lock the file's path (a sidecar lock file) and the file itself (its inode).
+
+        The path lock holds when the results file is deleted and created again under a
+        running writer; the inode lock holds when the same file is reached through a
+        hard link under another name.
+        """
+        if self.path.exists():
+            _check_regular_file(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path, "ab")
         except OSError as exc:
             raise ResultsFileError(
-                f"results file {self.path} cannot be opened for writing: {exc.strerror or exc}"
+                f"results file {self.path}: cannot create its folder: {exc.strerror or exc}"
+            ) from None
+        handles: list[Any] = []
+        try:
+            for target in (lock_path(self.path), self.path):
+                handles.append(self._lock_one(target))
+        except BaseException:
+            for handle in handles:
+                handle.close()
+            raise
+        return handles
+
+    def _lock_one(self, target: Path) -> Any:
+        try:
+            handle = open(target, "ab")
+        except OSError as exc:
+            raise ResultsFileError(
+                f"results file {self.path}: cannot open {target} for writing: "
+                f"{exc.strerror or exc}"
             ) from None
         if fcntl is None:  # no advisory locks on this platform
             return handle
@@ -88,10 +115,10 @@ class ResultsStore:
         return handle
 
     def close(self) -> None:
-        """Release the writer's lock (if held)."""
-        if self._lock_handle is not None:
-            self._lock_handle.close()  # closing the descriptor releases the flock
-            self._lock_handle = None
+        """Release the writer's locks (if held)."""
+        for handle in self._lock_handle or ():
+            handle.close()  # closing the descriptor releases the flock
+        self._lock_handle = None
 
     def __enter__(self) -> ResultsStore:
         return self
@@ -102,30 +129,31 @@ class ResultsStore:
     # -- reading -----------------------------------------------------------------------------
 
     def _load(self, repair: bool) -> None:
-        data = self.path.read_bytes()
-        keep = _complete_length(data)
-        lines = data[:keep].split(b"\n")[:-1] if keep else []
-        damaged_tail = keep < len(data) and data[keep:].strip() != b""
-        last = _last_nonblank(lines)
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            row = _parse_line(raw)
-            if row is None:
-                if number == last and not damaged_tail:
-                    keep = sum(len(line) + 1 for line in lines[: number - 1])
-                    damaged_tail = True
-                    break
-                raise ResultsFileError(
-                    f"results file {self.path}, line {number}: not a valid JSON row; "
-                    "only the last line can be damaged by an interrupted write, so this file "
-                    "was altered otherwise; fix or remove that line"
-                )
-            self._add(row, where=f"results file {self.path}, line {number}")
-        if damaged_tail:
-            self._drop_tail(keep, repair)
+        """Read the rows line by line (a results file can be large; it is never read whole)."""
+        _check_regular_file(self.path)
+        damaged: tuple[int, int] | None = None  # (line number, byte offset) of a damaged line
+        offset = 0
+        with open(self.path, "rb") as handle:
+            for number, raw in enumerate(_lines(handle, self.path), start=1):
+                start, offset = offset, offset + len(raw)
+                if not raw.strip():
+                    continue
+                if damaged is not None:
+                    raise ResultsFileError(
+                        f"results file {self.path}, line {damaged[0]}: not a valid JSON row; "
+                        "only the last line can be damaged by an interrupted write, so this "
+                        "file was altered otherwise; fix or remove that line"
+                    )
+                row = _parse_line(raw) if raw.endswith(b"\n") else None
+                if row is None:
+                    damaged = (number, start)
+                    continue
+                self._add(row, where=f"results file {self.path}, line {number}")
+        if damaged is not None:
+            self._drop_tail(damaged[1], repair)
 
     def _add(self, row: dict[str, Any], where: str) -> None:
+        ResultRow.from_json(row, where)  # refuses a row whose fields are wrong or disagree
         key = row_key(row, where)
         if key in self._keys:
             warnings.warn(
@@ -134,8 +162,20 @@ class ResultsStore:
                 stacklevel=3,
             )
             return
+        self._check_shape(row, where)
         self._keys.add(key)
         self._rows.append(row)
+
+    def _check_shape(self, row: dict[str, Any], where: str) -> None:
+        """Rows of one world have curves of one length (its arrivals, its rounds)."""
+        shape = (len(row["excess_per_arrival"]), len(row["excess_per_round"]))
+        first = self._shapes.setdefault(row["world"], (shape, where))
+        if first[0] != shape:
+            raise ResultsFileError(
+                f"{where}: curves of {shape[0]} arrivals x {shape[1]} rounds, but {first[1]} "
+                f"holds world {row['world']!r} with {first[0][0]} x {first[0][1]}; one of the "
+                "two rows was altered; fix or remove it"
+            )
 
     def _drop_tail(self, keep: int, repair: bool) -> None:
         action = "cut it off; its cell will be run again" if repair else "ignoring it"
@@ -189,9 +229,12 @@ class ResultsStore:
                 f"results file {self.path}: rows must be appended by the coordinating process "
                 f"(opened by pid {self._owner_pid}, append called from pid {os.getpid()})"
             )
-        key = row_key(row, where=f"row for {self.path}")
+        where = f"row for {self.path}"
+        key = row_key(row, where)
         if key in self._keys:
             return False
+        ResultRow.from_json(row, where)
+        self._check_shape(row, where)
         line = json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as fh:
@@ -203,23 +246,50 @@ class ResultsStore:
         return True
 
 
-def _complete_length(data: bytes) -> int:
-    """Length of the prefix of ``data`` that ends with its last newline (0 if none)."""
-    return data.rfind(b"\n") + 1
+def lock_path(path: Path) -> Path:
+    """The sidecar lock file of a results file: ``.NAME.lock`` beside the file it resolves to."""
+    real = Path(os.path.realpath(path))
+    return real.parent / f".{real.name}.lock"
 
 
-def _last_nonblank(lines: list[bytes]) -> int:
-    """1-based number of the last non-blank line (0 if all are blank)."""
-    for number in range(len(lines), 0, -1):
-        if lines[number - 1].strip():
-            return number
-    return 0
+#: A longer line cannot be a row (a row of 100,000 arrivals is about 2 MB).
+MAX_LINE_BYTES = 64 * 2**20
+
+
+def _check_regular_file(path: Path) -> None:
+    """Refuse a device, a pipe or a directory: reading one may never end (``/dev/zero``)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ResultsFileError(f"results file {path} cannot be read: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise ResultsFileError(f"results file {path} is a directory, not a JSONL file")
+    if not stat.S_ISREG(mode):
+        raise ResultsFileError(
+            f"results file {path} is not a regular file (a device or a pipe); give a file path"
+        )
+
+
+def _lines(handle: Any, path: Path) -> Iterator[bytes]:
+    """The file's lines with their newlines, each at most `MAX_LINE_BYTES` long."""
+    number = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise ResultsFileError(
+                f"results file {path}, line {number}: longer than {MAX_LINE_BYTES >> 20} MiB, "
+                "which no results row is; is this a results file?"
+            )
+        yield raw
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
     """The JSON object on a line, or None when the line is not a valid JSON object."""
     try:
         row = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     return row if isinstance(row, dict) else None
