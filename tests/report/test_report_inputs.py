@@ -241,14 +241,16 @@ def test_bad_window(tmp_path, toy):
         compute_report(data, window=0)
 
 
-def test_missing_matplotlib_says_what_to_install(tmp_path, toy, monkeypatch):
-    rows, _ = toy
-    path = write_rows(tmp_path / "r.jsonl", rows)
+def test_missing_matplotlib_says_what_to_install(monkeypatch):
+    """Drawing a figure without matplotlib names the extra; `build_report` then writes the
+    tables without figures (tests/report/test_report_without_matplotlib.py)."""
+    from prefduel.report.figures import require_matplotlib
+
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(
         MissingDependencyError, match=re.escape('pip install "prefduel[report]"')
     ):
-        build_report(path, tmp_path / "out")
+        require_matplotlib()
 
 
 def test_locked_roster_needs_allow_test_for_profiles(tmp_path):

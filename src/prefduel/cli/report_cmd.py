@@ -15,7 +15,8 @@ DESCRIPTION = (
     "leaderboard per world, learning curves per arrival and per round with 95% bands, paired "
     "gains vs a competitor (t and bootstrap intervals), the per-profile breakdown, and the "
     "settings and versions. Every figure is also saved as PNG and SVG in DIR/figures/. "
-    'Needs matplotlib: pip install "prefduel[report]".'
+    'The figures need matplotlib (pip install "prefduel[report]"); without it the page has '
+    "every table and says where the figures would be."
 )
 
 
@@ -91,10 +92,14 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
         only_version=args.only_version,
         command=command_line(args),
     )
-    out.write(
-        f"wrote {result.html} and {len(result.figures)} figure files in "
-        f"{result.html.parent / 'figures'} ({result.timings['total']:.1f} s)\n"
-    )
+    seconds = result.timings["total"]
+    if result.figures_skipped:  # the one line saying why went to stderr as a warning
+        out.write(f"wrote {result.html} without figures ({seconds:.1f} s)\n")
+    else:
+        out.write(
+            f"wrote {result.html} and {len(result.figures)} figure files in "
+            f"{result.html.parent / 'figures'} ({seconds:.1f} s)\n"
+        )
     if result.warnings:
         print(
             f"prefduel: {len(result.warnings)} warning(s) above; the report shows them too",

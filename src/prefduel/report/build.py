@@ -23,13 +23,13 @@ from prefduel.report.figures import (
     forest_figure,
     heatmap_figure,
     learning_figure,
+    missing_matplotlib,
     policy_colors,
-    require_matplotlib,
     save_figure,
-    slug,
     style,
 )
 from prefduel.report.html import Page, render, seed_text, settings_value
+from prefduel.report.labels import report_labels, slug
 
 REPORT_NAME = "report.html"
 FIGURE_DIR = "figures"
@@ -46,6 +46,10 @@ class ReportResult:
             `ReportWarning`).
         timings: Seconds spent per stage (read, compute, figures, html, total).
         worlds: The computed numbers, one entry per world.
+        labels: ``{policy spec: label}`` the page and the figures show (distinct labels; the
+            specs stay the keys of ``worlds``).
+        figures_skipped: Why no figure was drawn although figures were asked for (matplotlib
+            is not installed; issued once as a `ReportWarning`), or None.
     """
 
     html: Path
@@ -53,6 +57,8 @@ class ReportResult:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     worlds: list[WorldReport] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    figures_skipped: str | None = None
 
 
 def _versions() -> list[tuple[str, str]]:
@@ -80,26 +86,31 @@ def _unique_stems(worlds: Sequence[str]) -> dict[str, str]:
 
 
 def _figures(
-    reports: list[WorldReport], colors: dict[str, str], competitor: str, window: int, out: Path
+    reports: list[WorldReport],
+    colors: dict[str, str],
+    labels: dict[str, str],
+    run: _Run,
+    out: Path,
 ) -> dict[str, SavedFigure]:
     """Draw and save every figure; keys ``learning:<world>``, ``forest``, ``profiles:<world>``."""
+    competitor = run.competitor
     figures: dict[str, SavedFigure] = {}
     stems = _unique_stems([r.world for r in reports])
     fig_dir = out / FIGURE_DIR
     with style():
         for report in reports:
             if report.curves:
-                fig = learning_figure(report, colors, competitor, window)
+                fig = learning_figure(report, colors, competitor, run.window, labels)
                 figures[f"learning:{report.world}"] = save_figure(
                     fig, fig_dir, f"learning_curves_{stems[report.world]}"
                 )
-        forest = forest_figure(reports, colors, competitor)
+        forest = forest_figure(reports, colors, competitor, labels)
         if forest is not None:
             figures["forest"] = save_figure(forest, fig_dir, "paired_gains")
         for report in reports:
             table = report.profiles
             if table is not None and len(table.groups) > 1 and table.policies:
-                fig = heatmap_figure(table, colors)
+                fig = heatmap_figure(table, colors, labels=labels)
                 figures[f"profiles:{report.world}"] = save_figure(
                     fig, fig_dir, f"profiles_{stems[report.world]}"
                 )
@@ -163,7 +174,12 @@ class _Run:
 
 
 def _settings(
-    data: ReportInput, reports: list[WorldReport], run: _Run, generated: str, play_status: str
+    data: ReportInput,
+    reports: list[WorldReport],
+    run: _Run,
+    page: Page,
+    generated: str,
+    play_status: str,
 ) -> list[tuple[str, str]]:
     """The settings section: everything needed to reproduce the page, as plain text."""
     versions = ", ".join(f"{v} ({n} rows)" for v, n in sorted(data.versions.items()))
@@ -180,6 +196,7 @@ def _settings(
         ("worlds", settings_value([r.world for r in reports])),
         ("seeds per world", seeds),
         ("policies", settings_value(policies)),
+        ("short names", _renamed(page.labels)),
         ("references", settings_value(refs) if refs else "none"),
         ("competitor", run.competitor),
         ("moving-mean window", f"{run.window} arrivals (centered)"),
@@ -188,7 +205,22 @@ def _settings(
     ]
     items += [(name, settings_value(value)) for name, value in run.filters().items() if value]
     items.append(("interactive play widget", play_status))
+    items.append(("figures", _figures_status(run, page)))
     return items + _versions()
+
+
+def _renamed(labels: dict[str, str]) -> str:
+    """``label = spec`` of every policy shown by another name than its spec."""
+    pairs = [f"{label} = {spec}" for spec, label in sorted(labels.items()) if label != spec]
+    return "; ".join(pairs) if pairs else "none (every policy is shown by its spec)"
+
+
+def _figures_status(run: _Run, page: Page) -> str:
+    if page.figure_note is not None:
+        return "none: matplotlib not installed"
+    if not run.figures:
+        return "none (built with figures=False)"
+    return f"{len(page.figures)} figures, PNG and SVG in {FIGURE_DIR}/"
 
 
 def _page(
@@ -198,14 +230,16 @@ def _page(
     run: _Run,
     *,
     colors: dict[str, str],
+    labels: dict[str, str],
     drawn: dict[str, SavedFigure],
+    figure_note: str | None,
     play: tuple[str | None, str, str],
 ) -> Page:
     """Everything the page shows, from the computed numbers and the drawn figures."""
     generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     n_seeds = sorted({len(r.seeds) for r in reports})
     play_html, play_caption, play_status = play
-    return Page(
+    page = Page(
         title=run.title,
         source=f"{data.path} · generated {generated}",
         tab_title=f"{run.title} · {data.path.name}",
@@ -225,8 +259,11 @@ def _page(
         ],
         play_html=play_html,
         play_caption=play_caption,
-        settings=_settings(data, reports, run, generated, play_status),
+        labels=labels,
+        figure_note=figure_note,
     )
+    page.settings = _settings(data, reports, run, page, generated, play_status)
+    return page
 
 
 @contextmanager
@@ -242,8 +279,7 @@ def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
     start = time.perf_counter()
     if out.exists() and not out.is_dir():
         raise SpecError(f"--out {out} exists and is not a directory")
-    if run.figures:
-        require_matplotlib()  # fail before any work
+    skipped = _figures_skipped(run)
     run = replace(run, competitor=canonical_policy(run.competitor))
     data = load_input(
         results,
@@ -268,17 +304,42 @@ def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
     with _timed(timings, "figures"):
         names = [p for r in reports for p in r.policies]
         colors = policy_colors(names, run.competitor if run.competitor in names else None)
-        drawn = _figures(reports, colors, run.competitor, run.window, out) if run.figures else {}
+        labels = report_labels([e["policy"] for r in reports for e in r.leaderboard])
+        draw = run.figures and skipped is None
+        drawn = _figures(reports, colors, labels, run, out) if draw else {}
     with _timed(timings, "play"):
         play = play_fragment(reports, run.allow_test)
     with _timed(timings, "html"):
-        page = _page(data, reports, gain_notes, run, colors=colors, drawn=drawn, play=play)
+        note = missing_matplotlib() if skipped else None
+        page = _page(
+            data,
+            reports,
+            gain_notes,
+            run,
+            colors=colors,
+            labels=labels,
+            drawn=drawn,
+            figure_note=note,
+            play=play,
+        )
         page.settings.append(("build time", f"{time.perf_counter() - start:.1f} s before writing"))
         html = out / REPORT_NAME
         html.write_text(render(page), encoding="utf-8")
     timings["total"] = time.perf_counter() - start
     figures = [p for f in drawn.values() for p in (f.png, f.svg)]
-    return ReportResult(html, figures, page.warnings + notes, timings, reports)
+    if skipped:
+        warnings.warn(skipped, ReportWarning, stacklevel=3)
+    return ReportResult(
+        html, figures, page.warnings + notes, timings, reports, labels, figures_skipped=skipped
+    )
+
+
+def _figures_skipped(run: _Run) -> str | None:
+    """Why the figures asked for cannot be drawn (the one line the command prints), or None."""
+    reason = missing_matplotlib() if run.figures else None
+    if reason is None:
+        return None
+    return f"report figures skipped: {reason} (the page has every table)"
 
 
 def build_report(
@@ -314,12 +375,14 @@ def build_report(
         students: ``(world, seed) -> (students, student_index)`` (default: cheap tables
             from `prefduel.worlds.rosters.get_students`).
         figures: Draw the figures; False writes a page of tables only (quick looks, tests).
+            Without matplotlib the page has every table and, where each figure would be, a
+            note saying how to install it (``result.figures_skipped``, also issued once as a
+            `ReportWarning`).
 
     Returns:
         Paths written, warnings and timings.
 
     Raises:
-        MissingDependencyError: matplotlib is not installed.
         ResultsFileError: the results file is missing, empty or corrupt.
         SpecError: a filter matches nothing, the competitor has no rows, or ``out_dir`` is a
             file.

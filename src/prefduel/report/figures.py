@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from prefduel.core.errors import PrefduelError
+from prefduel.report.labels import (
+    LEGEND_WIDTH,
+    ROW_WIDTH,
+    TICK_WIDTH,
+    fit_labels,
+    label_of,
+    short_name,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -27,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from prefduel.report.compute import ProfileTable, WorldReport
 
 INSTALL_HINT = 'pip install "prefduel[report]"'
+Labels = Mapping[str, str] | None  # {policy spec: label shown}; None shows the specs
 
 #: Colors of policies in order of assignment; the competitor is always `COMPETITOR_COLOR`.
 PALETTE = (
@@ -82,6 +91,15 @@ class MissingDependencyError(PrefduelError, ImportError):
 #: Inches: the paired-gains legend and x label need this much even for one world.
 MIN_GAINS_WIDTH = 7.4
 
+def missing_matplotlib() -> str | None:
+    """Why the figures cannot be drawn (matplotlib is not installed, with the fix), or None."""
+    try:
+        require_matplotlib()
+    except MissingDependencyError:
+        return f"matplotlib is not installed; for the figures: {INSTALL_HINT}"
+    return None
+
+
 def require_matplotlib() -> Any:
     """Import matplotlib, or explain how to install it.
 
@@ -122,17 +140,6 @@ def line_style(policy: str, colors: dict[str, str], competitor: str | None) -> A
     others = [p for p in colors if p != competitor]
     rank = others.index(policy) if policy in others else 0
     return DASHDOT if rank >= SOLID_COLORS else "solid"
-
-
-def slug(name: str) -> str:
-    """A file-name-safe form of a world name (``./w/x`` -> ``w_x``)."""
-    text = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")
-    return text or "world"
-
-
-def short_name(name: str, width: int = 40) -> str:
-    """``name`` cut to its last ``width`` characters (long stored-world paths in titles)."""
-    return name if len(name) <= width else "…" + name[-(width - 1) :]
 
 
 @dataclass
@@ -185,8 +192,8 @@ def save_figure(fig: Figure, directory: Path, stem: str) -> SavedFigure:
     return SavedFigure(stem=stem, png=png, svg=svg, inline=_inline_svg(text, stem))
 
 
-def _legend_label(policy: str, n: int) -> str:
-    return f"{policy}  (n={n})"
+def _legend_label(label: str, n: int) -> str:
+    return f"{label}  (n={n})"
 
 
 def _learning_lines(
@@ -196,8 +203,10 @@ def _learning_lines(
     policies: Sequence[str],
     colors: dict[str, str],
     competitor: str | None,
+    labels: Labels,
 ) -> None:
     """Each policy's per-arrival curve (left) and per-round curve (right), with 95% bands."""
+    shown = fit_labels([label_of(labels, p) for p in policies], LEGEND_WIDTH)
     for policy in policies:
         curve, rounds = report.curves[policy], report.rounds[policy]
         color = colors.get(policy, "#000000")
@@ -210,7 +219,7 @@ def _learning_lines(
             color=color,
             lw=1.5,
             ls=dashed,
-            label=_legend_label(policy, curve["n"]),
+            label=_legend_label(shown[label_of(labels, policy)], curve["n"]),
         )
         right.fill_between(
             rounds["round"], rounds["lo"], rounds["hi"], color=color, alpha=0.13, lw=0
@@ -221,7 +230,11 @@ def _learning_lines(
 
 
 def learning_figure(
-    report: WorldReport, colors: dict[str, str], competitor: str | None, window: int
+    report: WorldReport,
+    colors: dict[str, str],
+    competitor: str | None,
+    window: int,
+    labels: Labels = None,
 ) -> Figure:
     """Two panels: excess regret per arrival (centered moving mean, 95% band) and per round.
 
@@ -230,6 +243,7 @@ def learning_figure(
         colors: Color of each policy.
         competitor: Drawn dashed (or None).
         window: Moving-mean window, for the axis label.
+        labels: Label of each policy in the legend (cut to fit; default: the spec).
     """
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -237,7 +251,7 @@ def learning_figure(
     fig = Figure(figsize=(11.5, 4.0), layout="constrained")
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1.0]})
     policies = [p for p in report.policies if p in report.curves]
-    _learning_lines(left, right, report, policies, colors, competitor)
+    _learning_lines(left, right, report, policies, colors, competitor, labels)
     left.set_xlabel("arrival (student number, in order of arrival)")
     left.set_ylabel(f"excess regret per arrival\n(centered {window}-arrival moving mean)")
     left.set_title("Learning across students", loc="left")
@@ -316,6 +330,7 @@ def _forest_panel(
 
 
 def _forest_legend(fig: Figure, competitor: str) -> None:
+    """The key of the marks and the x label (``competitor`` is its label)."""
     from matplotlib.lines import Line2D
 
     handles = [
@@ -331,14 +346,18 @@ def _forest_legend(fig: Figure, competitor: str) -> None:
 
 
 def forest_figure(
-    reports: Sequence[WorldReport], colors: dict[str, str], competitor: str
+    reports: Sequence[WorldReport],
+    colors: dict[str, str],
+    competitor: str,
+    labels: Labels = None,
 ) -> Figure | None:
     """Paired change in excess regret vs ``competitor``: one panel per world, shared rows.
 
     Rows are policies, in one order for every panel (best mean change over worlds first).
     Each entry: the mean (dot), the 95% t interval (thick) and the 95% bootstrap interval
     (thin, with caps, below); ``n=...`` beside an entry that used fewer or more seeds than
-    the panel's usual count (in its title). Returns None when no world has gains.
+    the panel's usual count (in its title). Rows are named by ``labels`` (cut to fit;
+    default: the specs). Returns None when no world has gains.
     """
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -353,7 +372,9 @@ def forest_figure(
     order = sorted(changes, key=lambda p: (float(np.mean(changes[p])), p))
     ncols = min(3, len(worlds))
     nrows = math.ceil(len(worlds) / ncols)
-    label_width = max(len(p) for p in order)
+    shown = fit_labels([label_of(labels, p) for p in order], ROW_WIDTH)
+    names = [shown[label_of(labels, p)] for p in order]
+    label_width = max(len(n) for n in names)
     # at least as wide as the legend and the axis label, which are not shrunk with one world
     width = max(MIN_GAINS_WIDTH, 0.4 + 0.075 * label_width + 3.3 * ncols)
     fig = Figure(
@@ -366,11 +387,11 @@ def forest_figure(
     row = {p: i for i, p in enumerate(order)}
     for ax, report in zip(axes, worlds, strict=False):
         _forest_panel(ax, report, row, colors)
-    axes[0].set_yticks(np.arange(len(order)), order)
+    axes[0].set_yticks(np.arange(len(order)), names)
     axes[0].set_ylim(len(order) - 0.5, -0.6)
     for ax in axes[len(worlds) :]:
         ax.set_visible(False)
-    _forest_legend(fig, competitor)
+    _forest_legend(fig, label_of(labels, competitor))
     return fig
 
 
@@ -417,7 +438,9 @@ def _heatmap_frame(
     ax.set_ylim(len(groups) - 0.5, -0.5 - 0.45)
 
 
-def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int = 40) -> Figure:
+def heatmap_figure(
+    table: ProfileTable, colors: dict[str, str], max_groups: int = 40, labels: Labels = None
+) -> Figure:
     """Groups (rows) x policies (columns), each cell relative to the policy's own mean.
 
     Color and label: ``100 (excess_group / excess_policy - 1)`` %, the excess regret per
@@ -428,6 +451,7 @@ def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int 
         table: The per-profile breakdown of one world.
         colors: Color of each policy (a strip above its column).
         max_groups: Draw at most this many groups (the first in display order).
+        labels: Label of each policy under its column (cut to fit; default: the spec).
     """
     require_matplotlib()
     from matplotlib.colors import TwoSlopeNorm
@@ -437,8 +461,16 @@ def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int 
     rel = _relative_to_policy_means(table, len(groups))
     n_rows, n_cols = rel.shape
     label_width = max((len(g) for g in groups), default=8)
+    shown = fit_labels([label_of(labels, p) for p in table.policies], TICK_WIDTH, wrap=True)
+    names = [shown[label_of(labels, p)] for p in table.policies]
+    # taller for tick labels longer than a built-in id, so the cells keep their height
+    lines = [line for n in names for line in n.split("\n")]
+    extra = 0.045 * max(0, max(map(len, lines), default=0) - 10) + 0.12 * (len(lines) > n_cols)
     fig = Figure(
-        figsize=(max(6.5, 1.6 + 0.065 * label_width + 0.56 * n_cols), 2.1 + 0.26 * n_rows),
+        figsize=(
+            max(6.5, 1.6 + 0.065 * label_width + 0.56 * n_cols),
+            2.1 + 0.26 * n_rows + extra,
+        ),
         layout="constrained",
     )
     ax = fig.subplots()
@@ -447,7 +479,7 @@ def heatmap_figure(table: ProfileTable, colors: dict[str, str], max_groups: int 
     norm = TwoSlopeNorm(vcenter=0.0, vmin=-bound, vmax=bound)
     image = ax.imshow(rel, cmap="RdBu_r", norm=norm, aspect="auto")
     ax.grid(False)
-    ax.set_xticks(np.arange(n_cols), table.policies, rotation=40, ha="right")
+    ax.set_xticks(np.arange(n_cols), names, rotation=40, ha="right", rotation_mode="anchor")
     ax.set_yticks(np.arange(n_rows), groups)
     ax.tick_params(length=0)
     for spine in ax.spines.values():

@@ -53,6 +53,9 @@ class Page:
         play_html: Fragment of the "Be the policy for one student" section, or None.
         play_caption: Sentence introducing that fragment.
         tab_title: The document's ``<title>`` (default: ``title``).
+        labels: ``{policy spec: label}`` (`prefduel.report.labels.report_labels`); a policy
+            not in it is shown by its spec.
+        figure_note: Why the figures were not drawn (shown where each would be), or None.
     """
 
     title: str
@@ -69,6 +72,26 @@ class Page:
     play_html: str | None = None
     play_caption: str = ""
     tab_title: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    figure_note: str | None = None
+
+    def label(self, policy: str) -> str:
+        """What the page calls ``policy`` (its short label, else its spec)."""
+        return self.labels.get(policy, policy)
+
+    def names_note(self) -> Paragraph | None:
+        """The sentence giving the spec behind each label that is not its spec, or None."""
+        renamed = [(label, p) for p, label in self.labels.items() if label != p]
+        if not renamed:
+            return None
+        pairs = "; ".join(f"{label} is {p}" for label, p in sorted(renamed))
+        return Paragraph(f"Policies are shown by their short names: {pairs}.", "note")
+
+    def missing_figure(self, fallback: str) -> list[Block]:
+        """The note standing where a figure would be: why it was not drawn, else ``fallback``."""
+        if self.figure_note is not None:
+            return [Paragraph(f"Figure not drawn: {self.figure_note}.", "warn")]
+        return _warn([fallback])
 
 
 LEADERBOARD_LEAD = (
@@ -121,7 +144,7 @@ def _mean_se(mean: float | None, se: float | None, digits: int) -> Cell:
     return Cell(number(mean, digits), se=number(se, digits))
 
 
-def _board_table(report: WorldReport, colors: dict[str, str]) -> Table:
+def _board_table(report: WorldReport, page: Page) -> Table:
     """One world's leaderboard: rank, swatch, seeds, score with a 0-100 bar, excess regret."""
     mixed = report.mixed_versions
     columns = ["#", "policy", "seeds", "score (mean ± s.e.)", "0 – 100"]
@@ -134,7 +157,7 @@ def _board_table(report: WorldReport, colors: dict[str, str]) -> Table:
         rank += 0 if is_ref else 1
         row: list[CellValue] = [
             "" if is_ref else str(rank),
-            Cell(e["policy"], color=None if is_ref else colors.get(e["policy"])),
+            Cell(page.label(e["policy"]), color=None if is_ref else page.colors.get(e["policy"])),
             e["n"],
             _mean_se(e["score_mean"], e["score_se"], 2),
             Cell("", bar=e["score_mean"]),
@@ -149,10 +172,12 @@ def _board_table(report: WorldReport, colors: dict[str, str]) -> Table:
 
 
 def _leaderboard(page: Page) -> Section:
-    section = Section("Leaderboard", [Paragraph(LEADERBOARD_LEAD, "lead")], id="leaderboard")
+    lead: list[Block] = [Paragraph(LEADERBOARD_LEAD, "lead")]
+    names = page.names_note()
+    section = Section("Leaderboard", lead + ([names] if names else []), id="leaderboard")
     for index, report in enumerate(page.reports):
         seeds = seed_text(report.seeds)
-        blocks: list[Block] = [_board_table(report, page.colors)]
+        blocks: list[Block] = [_board_table(report, page)]
         blocks += _warn([n for e in report.leaderboard if (n := undefined_note(e))])
         if report.mixed_versions:
             blocks.append(Paragraph(MIXED_NOTE, "warn"))
@@ -169,12 +194,14 @@ def _curves(page: Page) -> Section:
         "it learned from earlier students. Right: excess regret per round (question 1 to the "
         "last of a session), averaged over arrivals, then over seeds with a 95% band: learning "
         "within one student. Legends give the number of seeds; the competitor "
-        f"({page.competitor}) is dashed gray."
+        f"({page.label(page.competitor)}) is dashed gray."
     )
     section = Section("Learning curves", [Paragraph(lead, "lead")], id="curves")
     for index, report in enumerate(page.reports):
         fig = page.figures.get(f"learning:{report.world}")
-        if fig is None:
+        if fig is None and report.curves:
+            blocks = page.missing_figure("No learning curves drawn for this world.")
+        elif fig is None:
             blocks = _warn(["No policy rows with usable curves on this world."])
         else:
             caption = f"Learning across students and within a session on {report.world}."
@@ -190,8 +217,9 @@ def _interval(lo: float, hi: float) -> str:
     return f"[{number(lo, 1, sign=True)}, {number(hi, 1, sign=True)}]"
 
 
-def _gains_table(report: WorldReport, colors: dict[str, str], competitor: str) -> Table:
+def _gains_table(report: WorldReport, page: Page) -> Table:
     """One world's paired gains: green when the t interval is below 0, red when above."""
+    competitor = page.label(page.competitor)
     rows: list[list[CellValue]] = []
     for g in report.gains:
         tone = "good" if g["t_hi"] < 0 else ("bad" if g["t_lo"] > 0 else "")
@@ -200,7 +228,9 @@ def _gains_table(report: WorldReport, colors: dict[str, str], competitor: str) -
         version_flag = f"⚠ {g['cross_version']} cross-version" if g["cross_version"] else ""
         rows.append(
             [
-                Cell(g["policy"], color=colors.get(g["policy"]), flag=version_flag),
+                Cell(
+                    page.label(g["policy"]), color=page.colors.get(g["policy"]), flag=version_flag
+                ),
                 Cell(str(g["n"]), flag=seeds_flag if partial else ""),
                 Cell(number(g["change_mean"], 1, sign=True, suffix="%"), tone=tone),
                 _interval(g["t_lo"], g["t_hi"]),
@@ -213,7 +243,7 @@ def _gains_table(report: WorldReport, colors: dict[str, str], competitor: str) -
 
 
 def _gains(page: Page) -> Section:
-    comp = page.competitor
+    comp = page.label(page.competitor)
     lead = (
         f"Relative change in excess regret of each policy against {comp}, paired by seed (the "
         f"same students, questions and clicks): 100 × (excess of the policy / excess of {comp} "
@@ -223,14 +253,16 @@ def _gains(page: Page) -> Section:
     )
     blocks: list[Block] = [Paragraph(lead, "lead")]
     fig = page.figures.get("forest")
-    if fig is None:
+    if fig is None and any(r.gains for r in page.reports):
+        blocks += page.missing_figure("No paired gains drawn.")
+    elif fig is None:
         blocks += _warn(["No paired gains to show."])
     else:
         blocks.append(_figure(fig, f"Paired change in excess regret vs {comp}, per world."))
     section = Section(f"Paired gains vs {comp}", blocks + _warn(page.gain_notes), id="gains")
     for index, report in enumerate(page.reports):
         if report.gains:
-            table = _gains_table(report, page.colors, comp)
+            table = _gains_table(report, page)
             section.subsections.append(
                 Section(report.world, [table], id=_subsection_id("gains", index))
             )
@@ -252,16 +284,14 @@ def _profile_row(table: ProfileTable, group: str) -> list[CellValue]:
             row.append(NO_VALUE)
             continue
         tone = "best" if e["excess_mean"] == lo else ("worst" if e["excess_mean"] == hi else "")
-        row.append(
-            Cell(number(e["excess_mean"], 3), se=number(e["excess_se"], 3), tone=tone)
-        )
+        row.append(Cell(number(e["excess_mean"], 3), se=number(e["excess_se"], 3), tone=tone))
     return row
 
 
-def _profile_table(table: ProfileTable, colors: dict[str, str]) -> Table:
+def _profile_table(table: ProfileTable, page: Page) -> Table:
     head = "profile" if table.grouping == "profile" else "trait value / quirk"
     columns: list[CellValue] = [head, "arrivals per policy"]
-    columns += [Cell(p, color=colors.get(p)) for p in table.policies]
+    columns += [Cell(page.label(p), color=page.colors.get(p)) for p in table.policies]
     rows = [_profile_row(table, group) for group in table.groups]
     align: list[Align] = ["left"] + ["right"] * (len(columns) - 1)  # arrival counts may be ranges
     return Table(columns, rows, key=f"profiles {table.world}", collapsed=True, align=align)
@@ -280,7 +310,9 @@ def _profile_blocks(page: Page, report: WorldReport) -> list[Block]:
     elif len(table.groups) == 1:
         text = f"All students of {report.world} share one profile ({table.groups[0]})."
         blocks.append(Paragraph(text, "note"))
-    return blocks + _warn(notes) + [_profile_table(table, page.colors)]
+    elif table.policies:
+        blocks += page.missing_figure("No per-profile figure drawn for this world.")
+    return blocks + _warn(notes) + [_profile_table(table, page)]
 
 
 def _profiles(page: Page) -> Section:
