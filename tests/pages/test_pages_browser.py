@@ -197,3 +197,50 @@ def test_replay_steps_to_the_last_arrival(page, dev, tmp_path):
     )
     tid("play").click()
     assert tid("play").get_attribute("aria-pressed") == "false"
+
+
+def test_number_keys_work_as_soon_as_the_play_page_opens(page, dev, tmp_path):
+    """No click first: the keys 1-6 pick personas on a page just opened."""
+    open_html(page, tmp_path, "play.html", play_page(dev, ARRIVAL))
+    tid = page.get_by_test_id
+    page.keyboard.press("2")
+    page.keyboard.press("5")
+    assert tid("persona-1").get_attribute("aria-pressed") == "true"
+    assert tid("persona-4").get_attribute("aria-pressed") == "true"
+    assert tid("confirm").is_enabled()
+    page.keyboard.press("5")  # a second press takes it back
+    assert tid("persona-4").get_attribute("aria-pressed") == "false"
+    page.keyboard.press("4")
+    tid("confirm").click()
+    expected = session_score(dev, ARRIVAL, [(1, 3)])
+    assert int(tid("click").get_attribute("data-winner")) == expected["winners"][0]
+
+
+def test_keys_go_to_one_widget_when_a_page_has_two(page, dev, tmp_path):
+    body = play_widget(dev, 0, element_id="left") + play_widget(dev, 5, element_id="right")
+    open_html(page, tmp_path, "two.html", document("two", body))
+    left, right = page.locator("#left"), page.locator("#right")
+    page.keyboard.press("3")  # nothing used yet: the first widget on screen
+    assert left.get_by_test_id("persona-2").get_attribute("aria-pressed") == "true"
+    assert right.get_by_test_id("persona-2").get_attribute("aria-pressed") == "false"
+    right.get_by_test_id("persona-0").click()
+    page.keyboard.press("6")  # the widget last used
+    assert right.get_by_test_id("persona-5").get_attribute("aria-pressed") == "true"
+    assert left.get_by_test_id("persona-5").get_attribute("aria-pressed") == "false"
+
+
+def test_replay_opens_on_a_drawn_chart(page, dev, tmp_path):
+    """At arrival 0 the chart already shows the whole run's curve and the first arrival."""
+    row = run_cell(dev, "notransfer", keep_trajectory=True)
+    traj = row.pop("trajectory")
+    open_html(page, tmp_path, "replay.html", replay_page(dev, row, traj))
+    tid = page.get_by_test_id
+    assert tid("arrival").get_attribute("data-arrival") == "0"
+    chart = tid("chart").bounding_box()
+    whole = page.locator("[data-testid=chart] [data-testid=whole-run]")
+    assert whole.count() == 1
+    box = whole.bounding_box()
+    assert box is not None and box["width"] > 0.85 * chart["width"] and box["height"] > 5
+    assert whole.get_attribute("d").count("L") == dev.N - 1
+    assert page.locator("[data-testid=chart] circle[visibility=visible]").count() == 1
+    screenshot(page, tmp_path, "replay_open.png")

@@ -200,3 +200,19 @@ def test_a_row_with_an_edited_total_is_refused(tmp_path, field):
     edited[field] = [v + 1.0 for v in row[field]] if field == "excess_per_round" else row[field] + 1
     with pytest.raises(ResultsFileError, match=f"does not reproduce the stored row.*{field}"):
         check_trajectory(world, edited, trajectory)
+
+
+def test_a_user_policy_is_titled_by_its_short_name(toy_run):
+    path, _ = toy_run
+    world = toy_world(path, 0)
+    example = Path(__file__).resolve().parents[2] / "examples" / "my_policy.py"
+    spec = f"{example}:RaterWithWins:weight=3"
+    row = run_cell(world, spec, keep_trajectory=True)
+    traj = row.pop("trajectory")
+    page = replay_page(world, row, traj)
+    data = embedded(page, "replay")
+    assert data["policy"] == row["policy"] == spec  # the spec stays the identity
+    assert "<title>Watch rater-with-wins:weight=3 learn" in page
+    heading = re.search(r'<h2 class="replay-title"[^>]*>(.*?)</h2>', page, re.S).group(1)
+    assert heading.startswith("rater-with-wins:weight=3 on ")
+    assert spec in page.split("</header>")[0]  # the spec is on the page, under the heading

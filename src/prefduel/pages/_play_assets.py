@@ -335,8 +335,29 @@ PLAY_JS = r"""
   part("confirm").addEventListener("click", confirm);
   part("next").addEventListener("click", next);
   part("restart").addEventListener("click", function () { reset(); root.scrollIntoView(); });
-  root.addEventListener("keydown", function (ev) {
-    if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
+  function onScreen(node) {
+    var box = node.getBoundingClientRect();
+    return box.height > 0 && box.bottom > 0 && box.top < window.innerHeight;
+  }
+  function ownsKeys() {
+    // Keys pressed inside a widget are its own. With the focus nowhere in particular (a page
+    // just opened, a click on plain text) they go to the widget last used if it is on screen,
+    // else to the first one on screen, so the number keys work without clicking first.
+    var active = document.activeElement;
+    if (active && active !== document.body && active !== document.documentElement) {
+      return root.contains(active);
+    }
+    var last = document.getElementById(document.documentElement.dataset.playLast || "");
+    if (last && last.hasAttribute("data-play-widget") && onScreen(last)) return last === root;
+    var all = document.querySelectorAll("[data-play-widget]");
+    for (var w = 0; w < all.length; w++) if (onScreen(all[w])) return all[w] === root;
+    return false;
+  }
+  function used() { document.documentElement.dataset.playLast = root.id; }
+  root.addEventListener("pointerdown", used);
+  root.addEventListener("focusin", used);
+  document.addEventListener("keydown", function (ev) {
+    if (ev.altKey || ev.ctrlKey || ev.metaKey || ev.defaultPrevented || !ownsKeys()) return;
     var n = parseInt(ev.key, 10);
     if (n >= 1 && n <= K && K <= 9 && state.phase === "pick") {
       toggle(n - 1);
@@ -349,7 +370,7 @@ PLAY_JS = r"""
 
 
 PLAY_HTML = """
-<section id="__ID__" class="__ID__-root" aria-label="Be the policy">
+<section id="__ID__" class="__ID__-root" data-play-widget aria-label="Be the policy">
 <style>{css}</style>
 <header class="__ID__-head">
   <div>

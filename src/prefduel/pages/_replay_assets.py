@@ -26,6 +26,7 @@ REPLAY_CSS = """
   width: 8px; height: 8px; border-radius: 50%; background: #94a3b8; border: 0;
 }
 #__ID__ .__ID__-sw-rand { border-top: 2px dashed #94a3b8; }
+#__ID__ .__ID__-sw-whole { border-top-color: #c7c9f0; }
 #__ID__ svg { display: block; width: 100%; height: auto; cursor: crosshair; }
 #__ID__ svg text {
   font-family: __FONT__; font-size: 12px; fill: var(--muted);
@@ -121,6 +122,10 @@ REPLAY_JS = r"""
   chart.appendChild(grid);
   chart.appendChild(svg("path", { d: path(data.rand_ma, N - 1), fill: "none", stroke: "#94a3b8",
     "stroke-width": 2, "stroke-dasharray": "6 5" }));
+  // the whole run's moving mean, faint, so the chart is drawn from the first arrival on
+  chart.appendChild(svg("path", { d: path(data.ma, N - 1), fill: "none", stroke: "#c7c9f0",
+    "stroke-width": 3, "stroke-linejoin": "round", "stroke-linecap": "round",
+    "data-testid": "whole-run" }));
   var dots = svg("g", { fill: "#94a3b8", "fill-opacity": 0.55 });
   var dotNodes = [];
   for (var n = 0; n < N; n++) {
@@ -226,7 +231,7 @@ REPLAY_HTML = """
 <header class="__ID__-head">
   <div>
     <p class="__ID__-kicker">prefduel &middot; watch the policy learn</p>
-    <h2 class="__ID__-title">{policy} on {world}, seed {seed}</h2>
+    <h2 class="__ID__-title" title="{policy}">{label} on {world}, seed {seed}</h2>{spec_line}
     <p class="__ID__-sub">{N} students arrive one after another, each for {S} questions. Each dot
     is one student's excess regret (regret above showing their two best personas); the line is
     the {window}-arrival centered moving mean. A policy that transfers what it learned from
@@ -242,7 +247,8 @@ REPLAY_HTML = """
 <div class="__ID__-panel __ID__-chart">
   <div class="__ID__-legend">
     <span><i class="__ID__-sw __ID__-sw-dot"></i>excess regret of one arrival</span>
-    <span><i class="__ID__-sw"></i>{window}-arrival moving mean</span>
+    <span><i class="__ID__-sw"></i>{window}-arrival moving mean up to this arrival</span>
+    <span><i class="__ID__-sw __ID__-sw-whole"></i>the same over the whole run</span>
     <span><i class="__ID__-sw __ID__-sw-rand"></i>random pairs (expected, moving mean)</span>
   </div>
   <div id="__ID__-chartbox"></div>

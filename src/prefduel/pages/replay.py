@@ -29,6 +29,7 @@ from prefduel.pages._html import (
     student_card,
 )
 from prefduel.pages._replay_assets import ICONS, REPLAY_CSS, REPLAY_HTML, REPLAY_JS
+from prefduel.policies.loading import display_name
 from prefduel.runner.cell import Trajectory
 from prefduel.runner.trajectories import check_trajectory
 from prefduel.stats.paired import centered_moving_mean
@@ -68,6 +69,7 @@ def replay_data(
         "world": str(row.get("world", world.name)),
         "seed": int(row.get("seed", world.seed)),
         "policy": str(row.get("policy", "")),
+        "label": display_name(str(row.get("policy", ""))),
         "version": str(row.get("version", "")),
         "score": row.get("score"),
         "excess_total": float(sum(excess)),
@@ -157,11 +159,18 @@ def replay_widget(
     element_id = check_element_id(element_id)
     data = replay_data(world, row, trajectory, arrival=arrival)
     score = data["score"]
+    spec_line = (
+        f'\n    <p class="{element_id}-muted">policy {esc(data["policy"])}</p>'
+        if data["label"] != data["policy"]
+        else ""
+    )
     return (
         fill(REPLAY_HTML, element_id)
         .format(
             css=fill(BASE_CSS + REPLAY_CSS, element_id),
             policy=esc(data["policy"]),
+            label=esc(data["label"]),
+            spec_line=spec_line,
             world=esc(data["world"]),
             seed=data["seed"],
             N=data["N"],
@@ -182,5 +191,6 @@ def replay_page(
     world: World, row: dict[str, Any], trajectory: Trajectory, *, arrival: int = 0
 ) -> str:
     """A complete, offline HTML document with `replay_widget`."""
-    title = f"Watch {row.get('policy', 'the policy')} learn · {world.name} seed {world.seed}"
+    policy = display_name(str(row["policy"])) if row.get("policy") else "the policy"
+    title = f"Watch {policy} learn · {world.name} seed {world.seed}"
     return document(title, replay_widget(world, row, trajectory, arrival=arrival))
