@@ -138,7 +138,9 @@ def test_summary_line_gives_the_share_with_an_mle_and_splits_rho():
     )
     assert split["mle_exists"]["bt_estimate"] == "mle"
     assert (p.bt_estimate == "ridge").sum() == p.bt_fallback.sum() == p.users.size - with_mle
-    lead = report_document(result.to_dict(), {}).intro[0].text
+    summary = report_document(result.to_dict(), {}).sections[0]
+    assert summary.title == "Summary"
+    lead = summary.blocks[0].text
     share = round(100 * with_mle / p.users.size)
     assert f"{with_mle} of {p.users.size} users ({share}%) have a BT maximum-likelihood" in lead
 

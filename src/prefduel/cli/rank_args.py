@@ -19,8 +19,9 @@ DESCRIPTION = (
     "personas, prompt = question), recovered by re-running the cell and written to "
     "DIR/clicks.csv. Writes DIR/report.html, report.md, report.json, models.csv, users.csv, "
     "user_models.csv (every analysed user's leaderboard; also .parquet with pyarrow) and "
-    'figures/; --user ID also prints that user\'s leaderboard. Needs pip install '
-    '"prefduel[rank]".'
+    "figures/; --user ID also shows that user's leaderboard, in the terminal and the reports. "
+    "Each stage's duration is printed on stderr as it ends; --no-features is the fast path "
+    '(ratings only). Needs pip install "prefduel[rank]".'
 )
 
 
@@ -45,8 +46,8 @@ def add_rank_parser(sub: Any) -> Any:
         "--user",
         metavar="ID",
         default=None,
-        help="also print this user's leaderboard beside the global one, with intervals (the "
-        "user needs at least --min-votes votes)",
+        help="also show this user's leaderboard beside the global one, with intervals, in the "
+        "terminal and in report.html and report.md (the user needs at least --min-votes votes)",
     )
     rank.add_argument(
         "--no-progress",
@@ -207,7 +208,10 @@ def _add_feature_options(ana: Any) -> None:
     )
     ana.add_argument("--cv-folds", type=int_at_least(2), default=5, help="default: 5")
     ana.add_argument(
-        "--no-features", action="store_true", help="skip the topic, style and prediction steps"
+        "--no-features",
+        action="store_true",
+        help="skip the topic, style and prediction steps: the fast path (the prediction's "
+        "neural nets take most of the time)",
     )
     ana.add_argument(
         "--no-shuffle-control",

@@ -191,7 +191,7 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
     log = StageLog(progress=not args.no_progress)
     result = analyze(battles, config, on_stage=log.start, on_progress=log.step)
     log.start("reports and figures")
-    paths = write_report(result, out_dir, command=command_line(args))
+    paths = write_report(result, out_dir, command=command_line(args), user=user)
     log.finish("analysis and reports")
     out.write(_summary_text(result))
     for message in result.messages:
@@ -200,7 +200,8 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
         from prefduel.core.document_text import table_text
         from prefduel.ranking.report import user_leaderboard_table
 
-        out.write("\n" + table_text(user_leaderboard_table(result, user)) + "\n\n")
+        out.write("\n" + table_text(user_leaderboard_table(result, user)) + "\n")
+        out.write(f"(this leaderboard is also in {paths['html'].name} and {paths['md'].name})\n\n")
     out.write(
         f"wrote {paths['html']}, {paths['md'].name}, {paths['json'].name}, "
         f"{paths['models_csv'].name}, {paths['users_csv'].name}, "
@@ -360,4 +361,6 @@ def _summary_text(result: Any) -> str:
             f"{pred.mae_mean:.3f} ({100 * pred.gain:+.1f}% reduction, 95% "
             f"[{100 * pred.ci_gain[0]:+.1f}, {100 * pred.ci_gain[1]:+.1f}])"
         )
+    for key, verdict in result.prediction_verdicts().items():
+        lines.append(f"  verdict {key:4s} {verdict['text']}")
     return "\n".join(lines) + "\n"

@@ -24,7 +24,7 @@ from prefduel.ranking.personal import (
     PersonalRatings,
     correlation_by_estimate,
 )
-from prefduel.ranking.predict import Prediction
+from prefduel.ranking.predict import Prediction, prediction_verdict
 from prefduel.ranking.style import REDUCERS, STYLE_BACKENDS, MetaStyles
 from prefduel.ranking.topics import TOPIC_BACKENDS, Topics
 
@@ -329,6 +329,7 @@ class RankAnalysis:
             "tests": self.tests,
             "per_user": self.user_table(),
             "predictions": {k: v.to_dict() for k, v in self.predictions.items()},
+            "prediction_verdicts": self.prediction_verdicts(),
             "messages": list(self.messages),
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
         }
@@ -339,6 +340,7 @@ class RankAnalysis:
                 "backend": self.topics.backend,
                 "top_words": self.topics.top_words,
                 "distinct_prompts": len(self.topics.texts),
+                "users": 0 if self.user_topics is None else int(self.user_topics.shape[0]),
             }
         if self.styles is not None:
             s = self.styles
@@ -351,6 +353,19 @@ class RankAnalysis:
                 "cluster_mean_rho_bt": self._cluster_means(self.rho_bt),
                 "cluster_mean_rho_elo": self._cluster_means(self.rho_elo),
             }
+        return out
+
+    def prediction_verdicts(self) -> dict[str, dict[str, Any]]:
+        """Per predicted target (``elo``, ``bt``), whether the features helped against the
+        mean predictor and the shuffled-features control (`prediction_verdict`)."""
+        out = {}
+        for name, pred in self.predictions.items():
+            if pred.shuffled:
+                continue
+            control = self.predictions.get(f"{name}_shuffled")
+            out[name] = prediction_verdict(
+                pred.to_dict(), None if control is None else control.to_dict()
+            )
         return out
 
     def _elo_order(self) -> dict[str, Any]:

@@ -181,6 +181,56 @@ def predict_scores(
     )
 
 
+def prediction_verdict(real: dict[str, Any], control: dict[str, Any] | None) -> dict[str, Any]:
+    """Whether the features helped, said plainly.
+
+    The features helped when the relative error reduction's 95% interval lies above 0 (they
+    beat the global-mean predictor) and above the interval of the same predictor on shuffled
+    features (they beat the control, which has the features' distribution but no link to the
+    users); otherwise there is no gain, and the sentence says which comparison failed.
+
+    Args:
+        real: `Prediction.to_dict` with the real features.
+        control: The same with shuffled features, or ``None`` when no control was run.
+
+    Returns:
+        ``{"gain": bool, "text": str}``, the text starting ``features helped:`` or
+        ``no gain:`` and giving the reductions with their intervals.
+    """
+    low, high = real["ci_relative_reduction"]
+    beats_mean = low > 0
+    beats_control = control is None or low > control["ci_relative_reduction"][1]
+    reduction = _percent(real["relative_reduction"], low, high)
+    shuffled = "no shuffled control was run"
+    if control is not None:
+        control_low, control_high = control["ci_relative_reduction"]
+        shuffled = "shuffled features: " + _percent(
+            control["relative_reduction"], control_low, control_high
+        )
+    if beats_mean and beats_control:
+        text = (
+            f"features helped: {100 * real['relative_reduction']:.1f}% lower error than the "
+            f"mean predictor, 95% [{100 * low:.1f}, {100 * high:.1f}] ({shuffled})"
+        )
+    elif not beats_control:
+        nor = "" if beats_mean else ", nor the mean predictor"
+        text = (
+            f"no gain: features did not beat the shuffled control{nor} (error reduction "
+            f"{reduction}; {shuffled})"
+        )
+    else:
+        text = (
+            f"no gain: features did not beat the mean predictor (error reduction {reduction}; "
+            f"{shuffled})"
+        )
+    return {"gain": beats_mean and beats_control, "text": text}
+
+
+def _percent(value: float, low: float, high: float) -> str:
+    """A relative reduction and its interval as signed percentages, ``+1.0% [-0.5, +2.5]``."""
+    return f"{100 * value:+.1f}% [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
 def _check_inputs(features: np.ndarray, scores: np.ndarray, spec: PredictorSpec) -> None:
     """Features ``(U, F)`` finite, scores ``(U, M)``, and enough users for the folds."""
     if features.ndim != 2 or scores.ndim != 2 or features.shape[0] != scores.shape[0]:

@@ -16,7 +16,8 @@ The Markdown and HTML pages are two writers (`prefduel.core.document.to_markdown
 `prefduel.ranking.report_sections`); the figures are drawn by
 `prefduel.ranking.report_figures`. Figures need matplotlib (``pip install "prefduel[report]"``);
 without it the reports are written without figures and say so. `user_leaderboard_table` is
-the one user's leaderboard beside the global one that ``prefduel rank --user`` prints.
+the one user's leaderboard beside the global one that ``prefduel rank --user`` prints and
+puts in the reports.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ __all__ = ["user_leaderboard_table", "write_report"]
 
 
 def write_report(
-    result: RankAnalysis, out_dir: str | Path, *, command: str | None = None
+    result: RankAnalysis,
+    out_dir: str | Path,
+    *,
+    command: str | None = None,
+    user: int | None = None,
 ) -> dict[str, Path]:
     """Write the JSON, Markdown and HTML reports, the CSV tables and the figures.
 
@@ -51,6 +56,8 @@ def write_report(
         result: The analysis.
         out_dir: Output directory (created).
         command: The command line that produced it (recorded in the reports).
+        user: Index into ``battles.users`` of an analysed user whose leaderboard the reports
+            also show (`user_leaderboard_table`; ``user_leaderboard`` in JSON).
 
     Returns:
         ``{"json", "md", "html", "models_csv", "users_csv", "user_models_csv"}`` paths (and
@@ -64,6 +71,13 @@ def write_report(
     data = result.to_dict()
     if command:
         data["command"] = command
+    board = None
+    if user is not None:
+        board = user_leaderboard_table(result, user)
+        data["user_leaderboard"] = {
+            "user": result.battles.users[user],
+            "models": result.user_leaderboard(user),
+        }
     figures, figure_note = report_figures(result)
     if figure_note:
         data["messages"].append(figure_note)
@@ -79,7 +93,7 @@ def write_report(
         json.dumps(_finite(data), indent=2, default=_json_default, allow_nan=False),
         encoding="utf-8",
     )
-    document = report_document(data, figures)
+    document = report_document(data, figures, board)
     paths["md"].write_text(to_markdown(document), encoding="utf-8")
     paths["html"].write_text(to_html(document), encoding="utf-8")
     _write_csv(paths["models_csv"], data["global"]["models"])

@@ -15,6 +15,10 @@ import numpy as np
 from prefduel.ranking.analysis import RankAnalysis
 from prefduel.ranking.style import standardize
 
+#: Rows of the topic heatmap at most: with more users, this many are shown, evenly spaced in
+#: the order of style cluster then main topic (so each cluster keeps its share of rows).
+TOPIC_ROWS = 80
+
 #: Figure name (``figures/<name>.svg``) -> caption.
 FIGURES: dict[str, str] = {
     "correlations": "Spearman correlation of each user's ranking with the global ranking",
@@ -132,12 +136,14 @@ def _fig_prediction(figure: Any, result: RankAnalysis) -> Any:
 
 
 def _fig_topics(figure: Any, result: RankAnalysis) -> Any:
-    """Heatmap of users' topic shares (at most 80 users, grouped by style cluster)."""
+    """Heatmap of users' topic shares (at most `TOPIC_ROWS` users, grouped by style
+    cluster)."""
     topics = result.user_topics
     clusters = result.styles.clusters
     order = np.lexsort((np.argmax(topics, axis=1), clusters))
-    if order.size > 80:
-        order = order[np.linspace(0, order.size - 1, 80).astype(int)]
+    users = order.size
+    if users > TOPIC_ROWS:
+        order = order[np.linspace(0, users - 1, TOPIC_ROWS).astype(int)]
     fig = figure(figsize=(7, 4))
     ax = fig.subplots()
     image = ax.imshow(topics[order], aspect="auto", cmap="viridis", interpolation="nearest")
@@ -147,7 +153,8 @@ def _fig_topics(figure: Any, result: RankAnalysis) -> Any:
         for t in range(topics.shape[1])
     ]
     ax.set_xticks(np.arange(topics.shape[1]), labels, rotation=60, ha="right")
-    ax.set_ylabel("users (by style cluster)")
+    shown = f"{order.size} of {users} users" if order.size < users else f"all {users} users"
+    ax.set_ylabel(f"{shown} (by style cluster)")
     fig.colorbar(image, ax=ax, label="share of prompts")
     return fig
 
@@ -172,4 +179,4 @@ def _fig_styles(figure: Any, result: RankAnalysis) -> Any:
     return fig
 
 
-__all__ = ["FIGURES", "report_figures"]
+__all__ = ["FIGURES", "TOPIC_ROWS", "report_figures"]

@@ -26,7 +26,13 @@ from prefduel.core.document import (
     number,
 )
 from prefduel.ranking.battles import NOTE_REASONS, SKIP_REASONS
-from prefduel.ranking.report_figures import FIGURES
+from prefduel.ranking.report_figures import FIGURES, TOPIC_ROWS
+from prefduel.ranking.report_summary import (
+    contents_section,
+    summary_section,
+    verdict_lines,
+    warnings,
+)
 
 _SKIP_TEXT = {
     "non_utf8": "lines with invalid UTF-8 (--encoding-errors skip)",
@@ -52,16 +58,22 @@ _USER_CAVEATS = {
 }
 
 
-def report_document(data: dict[str, Any], figures: dict[str, str]) -> Document:
+def report_document(
+    data: dict[str, Any], figures: dict[str, str], user: Table | None = None
+) -> Document:
     """The whole report as one document.
 
     Args:
-        data: The analysis data (`RankAnalysis.to_dict`, plus ``command`` and messages).
+        data: The analysis data (`RankAnalysis.to_dict`, plus ``command`` and messages, and
+            ``user_leaderboard`` with ``user``).
         figures: ``{name: svg}`` from `report_figures`; each is linked as
             ``figures/<name>.svg`` in Markdown and inlined in HTML.
+        user: One user's leaderboard (`prefduel.ranking.report.user_leaderboard_table`),
+            shown as its own section after the contents.
 
     Returns:
-        The document: a lead sentence, then the sections in reading order.
+        The document: warnings, a summary and the contents, then the findings, then the
+        reference sections (input, every skip, messages, settings).
     """
     inp, corr = data["input"], data["correlation"]
     lead = Paragraph(
@@ -70,27 +82,30 @@ def report_document(data: dict[str, Any], figures: dict[str, str]) -> Document:
         f"Bradley-Terry {_value(corr['bt']['mean'])}. {_estimate_sentence(data)}",
         "lead",
     )
+    name = (data.get("user_leaderboard") or {}).get("user") if user is not None else None
     sections = [
-        _input_section(inp),
-        _caveats_section(data),
+        *([Section(f"Leaderboard of user {name}", [user])] if user is not None else []),
         _ratings_section(data, figures),
         _correlation_section(corr),
         *_trust_sections(data),
         _tests_section(data["tests"], figures),
         *_feature_sections(data.get("features")),
-        *_prediction_sections(data.get("predictions") or {}, figures),
+        *_prediction_sections(data, figures),
         *_topic_sections(data, figures),
         *_style_sections(data, figures),
+        _input_section(inp),
+        _caveats_section(data),
         *_message_sections(data["messages"]),
         _settings_section(data),
     ]
+    opening = [summary_section(data, lead, name), contents_section(sections)]
     chips = [
         f"{inp['battles']} battles",
         f"{inp['models']} models",
         f"{data['users']['analysed']} users analysed",
     ]
     return Document(
-        "Personalized rankings", sections, intro=[lead, *_warnings(data)], chips=chips
+        "Personalized rankings", [*opening, *sections], intro=warnings(data), chips=chips
     )
 
 
@@ -113,32 +128,6 @@ def _estimate_sentence(data: dict[str, Any]) -> str:
     )
 
 
-def _warnings(data: dict[str, Any]) -> list[Block]:
-    """What a reader must know before trusting the numbers: an arbitrary Elo order, and
-    degenerate features."""
-    out: list[Block] = []
-    order = data["global"]["elo_order"]
-    if not order["timestamps"] and not order["orders"]:
-        out.append(
-            Paragraph(
-                "No timestamps: online Elo follows the file order, which is arbitrary; another "
-                "order can move models by several ranks. Rerun with --elo-orders N to average "
-                "Elo over N seeded random orders, or rely on Bradley-Terry, which ignores order.",
-                "warn",
-            )
-        )
-    features = data.get("features")
-    if features and features["degenerate"]:
-        out.append(
-            Paragraph(
-                f"Degenerate features ({'; '.join(features['reasons'])}): meta-styles, style "
-                "clusters and the prediction were skipped, as they would report noise.",
-                "warn",
-            )
-        )
-    return out
-
-
 def _value(value: float | None, digits: int = 3) -> str:
     """A reported number: ``digits`` decimals, tiny and huge values in ``e`` notation."""
     return number(value, digits, scientific=True)
@@ -158,12 +147,14 @@ def _interval(low: float | None, high: float | None, digits: int = 1) -> str:
     return f"[{_value(float(low), digits)}, {_value(float(high), digits)}]"
 
 
-def _figure(figures: dict[str, str], name: str) -> list[Block]:
-    """The named figure as a block (inline SVG, linked file), or nothing when not drawn."""
+def _figure(figures: dict[str, str], name: str, more: str = "") -> list[Block]:
+    """The named figure as a block (inline SVG, linked file), its caption followed by
+    ``more``, or nothing when not drawn."""
     if name not in figures:
         return []
     path = f"figures/{name}.svg"
-    return [Figure(FIGURES[name], svg=figures[name], path=path, files=[path])]
+    caption = f"{FIGURES[name]}. {more}" if more else FIGURES[name]
+    return [Figure(caption, svg=figures[name], path=path, files=[path])]
 
 
 def _input_section(inp: dict[str, Any]) -> Section:
@@ -281,7 +272,8 @@ def _correlation_section(corr: dict[str, Any]) -> Section:
     without = split["no_mle"]
     toward = "the global ranking" if without["bt_estimate"] == "hierarchical" else "equal models"
     note = (
-        "Paper (115 Arena users): Elo mean 0.432, BT mean 0.043. Users without a BT MLE "
+        "For comparison, the paper's published figures (its 115 Arena users, not this log): "
+        "mean ρ Elo 0.432, BT 0.043. Users without a BT MLE "
         f"({without['users']} of {without['users'] + split['mle_exists']['users']}) get a "
         f"{without['bt_estimate']} BT, shrunk toward {toward}, which moves their ρ: compare "
         "the groups before reading the overall mean."
@@ -387,16 +379,22 @@ def _prediction_row(p: dict[str, Any]) -> list[str]:
     ]
 
 
-def _prediction_sections(preds: dict[str, Any], figures: dict[str, str]) -> list[Section]:
-    """How well topic + style features predict each user's scores (none if not run)."""
+def _prediction_sections(data: dict[str, Any], figures: dict[str, str]) -> list[Section]:
+    """The verdict, then how well topic + style features predict each user's scores (none
+    if not run)."""
+    preds = data.get("predictions") or {}
     if not preds:
         return []
     folds = next(iter(preds.values()))["predictor"]["folds"]
     note = (
         f"{folds}-fold cross-validation; MAE in standardized units over the models each user "
-        "evaluated; intervals: bootstrap over users. Paper: Elo 0.450 vs 0.688, BT 0.450 vs "
-        "0.510. The shuffled rows are a control and should show no reduction."
+        "evaluated; intervals: bootstrap over users. The shuffled rows are a control and "
+        "should show no reduction; the features helped only when the reduction's 95% interval "
+        "lies above 0 and above the shuffled control's. For comparison, the paper's published "
+        "figures (its Arena users, not this log): MAE Elo 0.450 vs 0.688 for the mean "
+        "predictor, BT 0.450 vs 0.510."
     )
+    verdicts = [Paragraph(line, "lead") for line in verdict_lines(data)]
     columns = ["target", "predictor", "users", "MAE [95%]", "mean predictor [95%]"]
     table = Table(
         [*columns, "reduction [95%]", "Wilcoxon p"],
@@ -405,7 +403,7 @@ def _prediction_sections(preds: dict[str, Any], figures: dict[str, str]) -> list
         key="prediction",
     )
     title = "Predicting a user's scores from topic + style"
-    return [Section(title, [table, *_figure(figures, "prediction")])]
+    return [Section(title, [*verdicts, table, *_figure(figures, "prediction")])]
 
 
 def _topic_sections(data: dict[str, Any], figures: dict[str, str]) -> list[Section]:
@@ -414,9 +412,22 @@ def _topic_sections(data: dict[str, Any], figures: dict[str, str]) -> list[Secti
         return []
     t = data["topics"]
     rows = [[str(i), ", ".join(words)] for i, words in enumerate(t["top_words"])]
-    table = Table(["topic", "top words"], rows, key="topics")
+    shown = _heatmap_rows(t.get("users")) if "topics" in figures else ""
+    table = Table(["topic", "top words"], rows, note=shown, key="topics")
     title = f"Topics ({t['backend']}, {t['distinct_prompts']} distinct prompts)"
-    return [Section(title, [table, *_figure(figures, "topics")])]
+    return [Section(title, [table, *_figure(figures, "topics", shown)])]
+
+
+def _heatmap_rows(users: int | None) -> str:
+    """Which users the topic heatmap shows (at most `TOPIC_ROWS` rows)."""
+    if users is None:
+        return ""
+    if users <= TOPIC_ROWS:
+        return f"Heatmap: all {users} users shown, by style cluster."
+    return (
+        f"Heatmap: {TOPIC_ROWS} of {users} users shown, evenly spaced in the order of style "
+        "cluster, then main topic (so each cluster keeps its share of rows)."
+    )
 
 
 def _style_sections(data: dict[str, Any], figures: dict[str, str]) -> list[Section]:
