@@ -179,3 +179,34 @@ def test_a_file_deleted_under_a_writer_is_still_locked(tmp_path):
             ResultsStore(path, lock=True)
     with ResultsStore(path, lock=True):  # released with the first writer
         pass
+
+
+def test_a_second_row_for_a_key_with_other_numbers_is_refused(tmp_path):
+    path = tmp_path / "results.jsonl"
+    _write(path, [_row("a", score=1.0), _row("b"), _row("a", score=2.0)])
+    with pytest.raises(ResultsFileError, match=r"line 3: a second row for .* other numbers than"):
+        ResultsStore(path)
+
+
+def test_an_identical_duplicate_row_is_counted_once_with_a_warning(tmp_path):
+    path = tmp_path / "results.jsonl"
+    _write(path, [_row("a"), _row("b"), {**_row("a"), "wall_time": 9.0}])
+    with pytest.warns(ResultsFileWarning, match=r"line 3: duplicate row .* counted once"):
+        assert len(ResultsStore(path)) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"seed": -1}, "seed must be an integer from 0 to 2\\*\\*32 - 1"),
+        ({"seed": 2**40}, "seed must be an integer from 0 to 2\\*\\*32 - 1"),
+        ({"world": ""}, "non-empty strings"),
+        ({"version": 3}, "field 'version' is 3, not a version string"),
+        ({"R_rand": 1e308}, "score .* disagrees with its regrets"),
+    ],
+)
+def test_keys_and_versions_out_of_range_are_refused(tmp_path, change, message):
+    path = tmp_path / "results.jsonl"
+    _write(path, [{**_row("a"), **change}, _row("b")])
+    with pytest.raises(ResultsFileError, match="line 1: " + message):
+        ResultsStore(path)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from prefduel.core.rng import SEED_LIMIT
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """An integer type accepting values ``>= low``."""
+
+def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An integer type accepting values ``>= low`` (and ``<= high`` when given)."""
 
     def parse(text: str) -> int:
         try:
@@ -20,6 +22,8 @@ def int_at_least(low: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"expected an integer <= {high:,}, got {value:,}")
         return value
 
     parse.__name__ = f"int_at_least_{low}"
@@ -30,6 +34,8 @@ def int_at_least(low: int) -> Callable[[str], int]:
 positive_int = int_at_least(1)
 #: A non-negative integer (``>= 0``).
 non_negative_int = int_at_least(0)
+#: A seed: random streams take 32-bit seeds, ``0 <= seed < 2**32``.
+seed_int = int_at_least(0, SEED_LIMIT - 1)
 
 
 def positive_float(text: str) -> float:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from prefduel.cli.argtypes import non_negative_int, positive_float, positive_int
+from prefduel.cli.argtypes import int_at_least, positive_float, positive_int, seed_int
 from prefduel.llm.config import add_llm_arguments, config_from_args
 
 FORMATS_HELP = "builtin, math500, medqa, commonsenseqa, logiqa, socialiqa, generic"
@@ -67,7 +67,7 @@ def _add_generate(actions: Any) -> None:
     )
     gen.add_argument("folder", metavar="DIR", help="dataset folder (created)")
     gen.add_argument("--config", default=None, help="YAML config (default: the offline demo)")
-    gen.add_argument("--seed", type=non_negative_int, default=None, help="root seed")
+    gen.add_argument("--seed", type=seed_int, default=None, help="root seed (0 to 2**32 - 1)")
     gen.add_argument("--personas", type=positive_int, default=None, help="persona library size")
     gen.add_argument(
         "--per-task", type=positive_int, default=None, help="personas paired with each task"
@@ -144,7 +144,7 @@ def _add_report(actions: Any) -> None:
         "--out", default=None, metavar="DIR", help="report folder (default: RUNDIR/report)"
     )
     rep.add_argument(
-        "--bootstrap", type=non_negative_int, default=None, help="bootstrap replicates"
+        "--bootstrap", type=int_at_least(0, 100_000), default=None, help="bootstrap replicates"
     )
     rep.add_argument("--min-gap", type=positive_float, default=None, help="NormAlign guard")
 

@@ -14,7 +14,9 @@ import zlib
 
 import numpy as np
 
-_WORD = 2**32
+#: Seeds and integer stream keys are 32-bit words: ``0 <= seed < SEED_LIMIT``.
+SEED_LIMIT = 2**32
+_WORD = SEED_LIMIT
 
 
 def stable_key(key: int | str) -> int:

@@ -21,6 +21,7 @@ import numpy as np
 from prefduel import __version__
 from prefduel.core.errors import ResultsFileError
 from prefduel.core.regret import score
+from prefduel.core.rng import SEED_LIMIT
 
 #: Every field of a row, in the order rows are written.
 ROW_FIELDS = (
@@ -139,7 +140,7 @@ class ResultRow:
             value = data[name]
             if not _is_number(value):
                 raise ResultsFileError(f"{where}: field {name!r} is {value!r}, not a number")
-        problem = curve_problem(data)
+        problem = curve_problem(data) or _version_problem(data)
         if problem:
             raise ResultsFileError(f"{where}: {problem}")
         row = cls(
@@ -174,7 +175,7 @@ def consistency_problem(row: ResultRow) -> str | None:
     if abs(row.excess - (row.R - row.G)) > tolerance:
         return f"excess {row.excess} is not R - G = {row.R - row.G:.10g}"
     expected = score(row.R, row.R_rand, row.G)
-    if abs(row.score - expected) > 1e-6 * max(1.0, abs(expected)):
+    if not math.isfinite(expected) or abs(row.score - expected) > 1e-6 * max(1.0, abs(expected)):
         return f"score {row.score} disagrees with its regrets, which give {expected:.4f}"
     by_arrival = math.fsum(row.excess_per_arrival)
     if abs(by_arrival - row.excess) > tolerance:
@@ -200,17 +201,31 @@ def row_key(row: Any, where: str = "row") -> RowKey:
     if missing:
         raise ResultsFileError(f"{where}: missing field(s) {', '.join(missing)}")
     kind, world, seed, policy = (row[f] for f in KEY_FIELDS)
-    if not all(isinstance(v, str) for v in (kind, world, policy)):
-        raise ResultsFileError(f"{where}: kind, world and policy must be strings")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ResultsFileError(f"{where}: seed must be an integer, got {seed!r}")
+    if not all(isinstance(v, str) and v.strip() for v in (kind, world, policy)):
+        raise ResultsFileError(f"{where}: kind, world and policy must be non-empty strings")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
+        raise ResultsFileError(
+            f"{where}: seed must be an integer from 0 to 2**32 - 1, got {_short(seed)}"
+        )
     return kind, world, seed, policy
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def row_version(row: Mapping[str, Any]) -> str:
     """The package version a row was written by (`UNKNOWN_VERSION` if not recorded)."""
     version = row.get("version")
     return str(version) if version not in (None, "") else UNKNOWN_VERSION
+
+
+def _version_problem(row: Mapping[str, Any]) -> str | None:
+    version = row.get("version")
+    if version is None or isinstance(version, str):
+        return None
+    return f"field 'version' is {_short(version)}, not a version string"
 
 
 def _is_number(value: Any) -> bool:

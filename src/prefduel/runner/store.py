@@ -58,6 +58,7 @@ class ResultsStore:
         self._rows: list[dict[str, Any]] = []
         self._keys: set[RowKey] = set()
         self._shapes: dict[str, tuple[tuple[int, int], str]] = {}
+        self._first: dict[RowKey, tuple[dict[str, Any], str]] = {}
         self._owner_pid = os.getpid()
         self._lock_handle: Any = self._lock() if lock else None
         try:
@@ -156,14 +157,22 @@ class ResultsStore:
         ResultRow.from_json(row, where)  # refuses a row whose fields are wrong or disagree
         key = row_key(row, where)
         if key in self._keys:
+            first, first_where = self._first[key]
+            if _numbers(first) != _numbers(row):
+                raise ResultsFileError(
+                    f"{where}: a second row for {key} with other numbers than {first_where}; "
+                    "one of them was altered or copied from another run: remove the wrong one"
+                )
             warnings.warn(
-                f"{where}: duplicate row for {key}; keeping the first one",
+                f"{where}: duplicate row for {key} (same numbers as {first_where}); "
+                "counted once",
                 ResultsFileWarning,
                 stacklevel=3,
             )
             return
         self._check_shape(row, where)
         self._keys.add(key)
+        self._first[key] = (row, where)
         self._rows.append(row)
 
     def _check_shape(self, row: dict[str, Any], where: str) -> None:
@@ -242,6 +251,7 @@ class ResultsStore:
             fh.flush()
             os.fsync(fh.fileno())
         self._keys.add(key)
+        self._first[key] = (row, where)
         self._rows.append(row)
         return True
 
@@ -254,6 +264,11 @@ def lock_path(path: Path) -> Path:
 
 #: A longer line cannot be a row (a row of 100,000 arrivals is about 2 MB).
 MAX_LINE_BYTES = 64 * 2**20
+
+
+def _numbers(row: dict[str, Any]) -> dict[str, Any]:
+    """A row without its wall time (two runs of one cell differ only there)."""
+    return {k: v for k, v in row.items() if k != "wall_time"}
 
 
 def _check_regular_file(path: Path) -> None:
