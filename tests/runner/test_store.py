@@ -200,7 +200,7 @@ def test_an_identical_duplicate_row_is_counted_once_with_a_warning(tmp_path):
     [
         ({"seed": -1}, "seed must be an integer from 0 to 2\\*\\*32 - 1"),
         ({"seed": 2**40}, "seed must be an integer from 0 to 2\\*\\*32 - 1"),
-        ({"world": ""}, "non-empty strings"),
+        ({"world": ""}, "kind, world and policy must be non-empty strings"),
         ({"version": 3}, "field 'version' is 3, not a version string"),
         ({"R_rand": 1e308}, "score .* disagrees with its regrets"),
     ],
