@@ -181,3 +181,15 @@ def test_every_reference_has_a_legend_line():
 def test_run_summary_keeps_machine_readable_formats_unchanged(fmt):
     rows = _scored_rows(3)
     assert summary_report(rows, fmt) == format_table(summarize_rows(rows), fmt)
+
+
+def test_run_summary_of_several_worlds_has_a_headline_each_and_one_legend():
+    rows = _scored_rows(3) + _scored_rows(3, world="control-scrambled", arrivals=7)
+    text = summary_report(rows, "text")
+    assert [x.split(":")[0] for x in text.splitlines() if x.startswith("best policy on")] == [
+        "best policy on dev",
+        "best policy on control-scrambled",
+    ]
+    assert text.count("score: uniformly random pairs 0") == 1
+    flat = " ".join(text.split())
+    assert "(dev: 5, control-scrambled: 7 arrivals x 24 rounds)" in flat  # names kept whole

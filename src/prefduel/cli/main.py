@@ -366,7 +366,7 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
     if not set(parse_names(EVALUATION_WORLDS)) & set(parse_names(args.worlds)):
         out.write(
             "note: these are not the evaluation rosters; the published leaderboard "
-            f"(docs/baselines.md) is: {EVALUATION_COMMAND}\n"
+            f"(docs/baselines.md) is:\n  {EVALUATION_COMMAND}\n"
         )
     return 0
 

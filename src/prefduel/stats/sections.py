@@ -439,6 +439,10 @@ def legend(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
             size = (len(row["excess_per_arrival"]), len(row["excess_per_round"]))
             sizes.setdefault(row["world"], size)
     dims = "; ".join(f"{w}: {n} arrivals x {s} rounds" for w, (n, s) in sizes.items())
+    if len(sizes) > 1 and len({s for _, s in sizes.values()}) == 1:
+        rounds = next(iter(sizes.values()))[1]
+        dims = ", ".join(f"{w}: {n}" for w, (n, _) in sizes.items())
+        dims += f" arrivals x {rounds} rounds"
     counts = sorted({e["n"] for e in summary if e["n"]})
     seeds = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     kinds = list(dict.fromkeys(replicates(e["world"]) for e in summary))
@@ -455,7 +459,9 @@ def legend(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"[ref] rows: references from the hidden utilities, not policies ({REFERENCE_DOCS}):"
         )
-    lines = [textwrap.fill(line, 100, subsequent_indent="  ") for line in lines]
+    lines = [
+        textwrap.fill(line, 100, subsequent_indent="  ", break_on_hyphens=False) for line in lines
+    ]
     if refs:
         width = max(len(name) for name in refs) + 2
         for name in dict.fromkeys(refs):
