@@ -5,6 +5,7 @@ README's commands."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from pb_rank_data import rank
@@ -39,3 +40,20 @@ def test_rank_runs_on_the_sample_with_features(tmp_path, capsys):
     assert not data["features"]["degenerate"]
     # The planted taste clusters show in the users' topics and style: features predict scores.
     assert data["predictions"]["elo"]["ci_relative_reduction"][0] > 0
+
+
+def _run_marked_blocks(path: Path) -> list[str]:
+    """The bash blocks of ``path`` that the docs test runs (preceded by its marker)."""
+    text = path.read_text(encoding="utf-8")
+    return re.findall(r"<!-- docs-test: run -->\s*```bash\n(.*?)```", text, re.S)
+
+
+def test_the_readme_and_the_rankings_tour_run_rank_on_the_sample():
+    readme = REPO / "README.md"
+    section = readme.read_text(encoding="utf-8").split("### Personalized rankings")[1]
+    section = section.split("\n### ")[0]
+    assert "prefduel rank battles.jsonl" not in section  # a file that exists nowhere
+    ran = [b for b in _run_marked_blocks(readme) if "prefduel rank examples/battles.csv" in b]
+    assert ran and "--no-features" in "".join(ran)
+    tour = _run_marked_blocks(REPO / "docs" / "rankings.md")
+    assert "prefduel rank examples/battles.csv --out" in tour[0]
