@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 
 import pytest
 from pb_datagen_helpers import FAKE_KEY, KEY_ENV, tiny_config
@@ -95,6 +96,55 @@ def test_a_server_that_dies_mid_run_is_resumable_exit_1(tmp_path, capsys, monkey
         status = _cli(tmp_path, server.base_url)
     text = capsys.readouterr().out
     assert status == 1 and "re-run the same command to resume" in text
+
+
+def _crash_after(answers: int, server_box: list) -> object:
+    """A schedule that answers ``answers`` distinct bodies, then stops the server (as a crash:
+    the request in flight gets no reply and the port refuses connections from then on)."""
+    seen: set[str] = set()
+    crashed = threading.Event()
+
+    def schedule(req):
+        seen.add(req.body_key)
+        if len(seen) > answers and not crashed.is_set():
+            crashed.set()
+            threading.Thread(target=server_box[0].stop).start()
+        return Fault.drop() if crashed.is_set() else None
+
+    return schedule
+
+
+def test_a_server_that_crashes_mid_run_is_named_as_gone_not_as_unreachable(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    box: list = []
+    server = OpenAITestServer(faults=_crash_after(5, box))
+    box.append(server)
+    with server:
+        url = server.base_url
+        status = _cli(tmp_path, url)
+    text = capsys.readouterr().out
+    assert status == 1 and "re-run the same command to resume" in text
+    assert f"the server at {url} answered 5 requests and then stopped answering" in text
+    assert "it may have crashed; check its log" in text
+    assert "cannot reach" not in text and "is the server running" not in text
+
+
+def test_a_server_that_crashes_on_its_first_completion_is_not_called_unreachable(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    box: list = []
+    server = OpenAITestServer(faults=_crash_after(0, box))
+    box.append(server)
+    with server:
+        url = server.base_url
+        status = _cli(tmp_path, url, "--max-attempts", "2")
+    text = capsys.readouterr().out
+    assert status == 2 and f"the server at {url} closed a connection without a reply" in text
+    assert "it may have crashed; check its log" in text
+    assert "cannot reach" not in text and "is the server running" not in text
 
 
 def test_an_incomplete_run_writes_its_summary_and_malformed_answers(tmp_path):

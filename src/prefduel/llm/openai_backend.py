@@ -28,7 +28,11 @@ come out as `LLMCallError`:
   retryable, the stage engine asks one rung down (`prefduel.llm.structured.fall_back`);
 * other HTTP 4xx (400, 401, 403, 404, 422, ...): ``kind="http"``, not retryable;
 * timeout: ``kind="timeout"``, retryable;
-* connection refused, dropped, or a truncated body: ``kind="connection"``, retryable;
+* connection refused, dropped, or a truncated body: ``kind="connection"``, retryable; the
+  message says what happened given what the endpoint did earlier in the run
+  (`prefduel.llm.connection`): "cannot reach URL ... is the server running?" only while it has
+  neither answered nor accepted a connection, "the server at URL answered N requests and then
+  stopped answering" after it has, and "the reply from URL was cut off" for a truncated body;
 * malformed JSON, no ``choices``, no text: ``kind="malformed"``, retryable;
 * content filter: ``kind="refused"``, not retryable.
 
@@ -57,6 +61,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from prefduel.llm.connection import EndpointHistory, classify, connection_message
 from prefduel.llm.errors import LLMCallError, LLMConfigError
 from prefduel.llm.request import LLMRequest, LLMResponse, TokenLogprob, Usage
 from prefduel.llm.retry import is_retryable_status, parse_retry_after
@@ -173,6 +178,8 @@ class OpenAIBackend:
             weakref.WeakKeyDictionary()
         )
         self._sent_to: str | None = None
+        # what the endpoint did in this run, for the wording of connection errors
+        self._history = EndpointHistory()
 
     @property
     def endpoint(self) -> str:
@@ -308,21 +315,16 @@ class OpenAIBackend:
                 f"timeout: no answer within {self.timeout:g} s", kind="timeout", retryable=True
             ) from None
         except openai.APIConnectionError as exc:
-            cause = exc.__cause__
-            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-            raise LLMCallError(
-                f"connection error: cannot reach {self.endpoint} ({self._short(detail)}); is "
-                "the server running at this address and port?",
-                kind="connection",
-                retryable=True,
-            ) from None
+            raise self._connection_error(exc) from None
         except openai.APIResponseValidationError as exc:
+            self._history.record_answer()
             raise LLMCallError(
                 f"malformed response: {self._short(exc.message)}",
                 kind="malformed",
                 retryable=True,
             ) from None
         except openai.APIStatusError as exc:
+            self._history.record_answer()
             status = exc.status_code
             message = server_message(exc.body) or exc.message
             raise LLMCallError(
@@ -336,13 +338,24 @@ class OpenAIBackend:
                 retry_after=parse_retry_after(exc.response.headers),
             ) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self._history.record_answer()
             raise LLMCallError(
                 f"malformed response: not JSON ({self._short(str(exc))})",
                 kind="malformed",
                 retryable=True,
             ) from None
+        self._history.record_answer()
         # scrubbed here, on the one path every reply takes before it is cached or written
         return self._scrubbed(self._parse(request, completion), client)
+
+    def _connection_error(self, exc: Exception) -> LLMCallError:
+        """The error of a failed connection, worded from what the endpoint did before."""
+        cause = exc.__cause__
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+        failure = classify(cause)
+        self._history.record_failure(failure)
+        message = connection_message(self.endpoint, failure, self._short(detail), self._history)
+        return LLMCallError(message, kind="connection", retryable=True)
 
     def _hint(self, status: int) -> str:
         """What a permanent status usually means for this endpoint ("" when nothing)."""
