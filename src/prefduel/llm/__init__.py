@@ -26,7 +26,8 @@ Modules:
   `concurrency`: `each` and `gather_or_cancel` (a failure cancels and awaits the rest).
 * `estimate`: `estimate_cost`, `CostEstimate` (dry runs).
 * `openai_backend`: `OpenAIBackend` (``openai`` SDK v3; needs
-  ``pip install "prefduel[llm]"``; imported lazily).
+  ``pip install "prefduel[llm]"``; imported lazily); `connection`: the wording of its
+  connection errors from what the endpoint did earlier in the run.
 * `scripted`: `ScriptedBackend`, `request_rng`.
 * `cache`: `ResponseCache` (SQLite, WAL, multi-process).
 * `retry`: `RetryPolicy`.
