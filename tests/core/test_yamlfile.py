@@ -35,5 +35,54 @@ def test_errors_name_the_file(tmp_path, content, expected):
 
 
 def test_a_directory_cannot_be_read(tmp_path):
-    with pytest.raises(SpecError, match=f"cannot read config file {tmp_path}"):
+    with pytest.raises(SpecError, match=f"config file {tmp_path} is a directory"):
         read_yaml(tmp_path, "config file", SpecError)
+
+
+def _bomb(levels: int = 12) -> str:
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path):
+    import time
+
+    path = tmp_path / "roster.yaml"
+    path.write_text(_bomb(), encoding="utf-8")
+    started = time.perf_counter()
+    with pytest.raises(SpecError, match=r"roster file .* expands to more than 1,000,000 values"):
+        read_yaml(path, "roster file", SpecError)
+    assert time.perf_counter() - started < 2.0
+
+
+def test_aliases_used_within_bounds_still_work(tmp_path):
+    path = tmp_path / "ok.yaml"
+    path.write_text("base: &b {x: 1}\nother: *b\nmore: [*b, *b]\n", encoding="utf-8")
+    assert read_yaml(path, "config file", SpecError)["more"] == [{"x": 1}, {"x": 1}]
+
+
+def test_a_recursive_alias_is_refused(tmp_path):
+    path = tmp_path / "loop.yaml"
+    path.write_text("a: &a [1, *a]\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="is not valid YAML"):
+        read_yaml(path, "config file", SpecError)
+
+
+def test_devices_directories_and_huge_files_are_refused(tmp_path):
+    with pytest.raises(SpecError, match="config file /dev/zero is not a regular file"):
+        read_yaml("/dev/zero", "config file", SpecError)
+    with pytest.raises(SpecError, match="is a directory"):
+        read_yaml(tmp_path, "config file", SpecError)
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as handle:
+        handle.truncate(17 * 2**20)
+    with pytest.raises(SpecError, match="is 17 MiB; a YAML file prefduel reads is at most 16 MiB"):
+        read_yaml(big, "config file", SpecError)
+
+
+def test_several_documents_are_refused(tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text("a: 1\n---\nb: 2\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="is not valid YAML"):
+        read_yaml(path, "config file", SpecError)

@@ -27,9 +27,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import yaml
-
-from prefduel.core.yamlfile import read_yaml
+from prefduel.core.yamlfile import parse_yaml, read_yaml
 from prefduel.llm.errors import PriceTableError
 
 #: Environment variable naming a user price file (used when no path is given).
@@ -197,7 +195,8 @@ def default_prices() -> PriceTable:
             f"the packaged price table prefduel/llm/{_PACKAGE_FILE} is missing ({exc}); "
             "reinstall prefduel"
         ) from None
-    table, _ = _parse_table(yaml.safe_load(text), f"prefduel/llm/{_PACKAGE_FILE}")
+    source = f"prefduel/llm/{_PACKAGE_FILE}"
+    table, _ = _parse_table(parse_yaml(text, source, PriceTableError), source)
     return table
 
 

@@ -26,6 +26,7 @@ import yaml
 
 from prefduel import __version__
 from prefduel.core.rng import stream
+from prefduel.core.yamlfile import read_yaml
 from prefduel.prefdisco.config import GenerateConfig, PrefDiscoConfig, config_from_json
 from prefduel.prefdisco.errors import DatasetError
 from prefduel.prefdisco.personas import (
@@ -311,10 +312,7 @@ def load_dataset(folder: str | Path) -> Dataset:
             f"{root / 'manifest.json'}: not a PrefDisco dataset manifest "
             f"(expected format {MANIFEST_FORMAT!r}); run prefdisco generate first"
         )
-    try:
-        data = yaml.safe_load((root / "taxonomy.yaml").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"taxonomy copy {root / 'taxonomy.yaml'} does not exist") from None
+    data = read_yaml(root / "taxonomy.yaml", "taxonomy copy", DatasetError)
     taxonomy = taxonomy_from_json(data, source=str(root / "taxonomy.yaml"))
     personas = {p.id: p for p in load_personas(root / "personas.jsonl")}
     tasks: dict[str, Task] = {}

@@ -15,8 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from prefduel.core.yamlfile import parse_yaml
 from prefduel.prefdisco.errors import PrefDiscoError
 
 SPACE_FORMAT = "prefduel/prefdisco-persona-space"
@@ -95,10 +94,10 @@ def _shipped_space() -> PersonaSpace:
 def _load_space(path: str | Path | None) -> PersonaSpace:
     source, text = _space_text(path)
     try:
-        space = _parse_space(yaml.safe_load(text), source)
+        space = _parse_space(parse_yaml(text, source, PrefDiscoError), source)
     except PrefDiscoError:
         raise
-    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise PrefDiscoError(
             f"{source}: malformed persona space ({type(exc).__name__}: {exc})"
         ) from None

@@ -39,8 +39,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from prefduel.core.yamlfile import parse_yaml
 from prefduel.prefdisco.errors import TaskFormatError
 
 ANSWER_TYPES = ("numeric", "exact", "choice", "free")
@@ -448,7 +447,7 @@ def builtin_tasks() -> list[Task]:
             "the shipped prefduel/prefdisco/data/tasks.yaml is missing (a non-editable "
             "install needs it declared as package data)"
         ) from exc
-    data = yaml.safe_load(text)
+    data = parse_yaml(text, "prefduel/prefdisco/data/tasks.yaml", TaskFormatError)
     if not isinstance(data, Mapping) or data.get("format") != TASKS_FORMAT:
         raise TaskFormatError(f"tasks.yaml: format must be {TASKS_FORMAT!r}")
     tasks = []

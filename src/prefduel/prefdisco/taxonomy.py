@@ -28,8 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from prefduel.core.yamlfile import parse_yaml
 from prefduel.prefdisco.errors import TaxonomyError
 
 TAXONOMY_FORMAT = "prefduel/prefdisco-taxonomy"
@@ -308,10 +307,7 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
             raise TaxonomyError(f"taxonomy file {path} does not exist") from None
         except OSError as exc:
             raise TaxonomyError(f"cannot read taxonomy file {path}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise TaxonomyError(f"{source}: not valid YAML: {exc}") from None
+    data = parse_yaml(text, source, TaxonomyError)
     return taxonomy_from_json(data, source=source)
 
 

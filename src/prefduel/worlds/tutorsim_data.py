@@ -25,11 +25,11 @@ from importlib import resources
 from typing import Any, TypeVar
 
 import numpy as np
-import yaml
 from pydantic import ValidationError
 
 from prefduel.core.errors import WorldFormatError
 from prefduel.core.schema import Problem, field_path, first_problem, type_adapter, validate
+from prefduel.core.yamlfile import parse_yaml
 from prefduel.worlds.tutorsim_catalogue import (
     KINDS,
     Cue,
@@ -188,11 +188,9 @@ def read_data_file(name: str, version: int = CURRENT_VERSION) -> Any:
         folder = folder.joinpath(f"v{version}")
     try:
         text = folder.joinpath(name).read_text("utf-8")
-        return yaml.safe_load(text)
     except FileNotFoundError as exc:
         raise WorldFormatError(f"TutorSim data file {name} is missing") from exc
-    except yaml.YAMLError as exc:
-        raise WorldFormatError(f"TutorSim data file {name} is not valid YAML: {exc}") from exc
+    return parse_yaml(text, f"TutorSim data file {name}", WorldFormatError)
 
 
 def style_vector(mapping: Any, dims: tuple[str, ...], where: str) -> np.ndarray:
