@@ -4,11 +4,13 @@
 
     prefduel rank BATTLES --out DIR [--user-col judge] [--winner-labels A,B,TIE...]
                        [--k 32] [--min-votes 25] [--bt-mode mle|ridge|hier] [--seed 0]
-                       [--elo-orders N] [--user ID] ...
+                       [--elo-orders N] [--user ID] [--no-features] [--no-progress] ...
     prefduel rank --from-run RESULTS --world dev --seed 0 --policy random --out DIR
                        [--export-only]
 
-Needs ``pip install "prefduel[rank]"`` (pandas, pyarrow, scikit-learn); figures also need
+Each analysis stage is named on stderr while it runs (with a bar counting the fitted nets of
+the prediction) and its duration printed when it ends (`StageLog`). Needs
+``pip install "prefduel[rank]"`` (pandas, pyarrow, scikit-learn); figures also need
 matplotlib (``prefduel[report]``).
 """
 
