@@ -323,3 +323,13 @@ def test_policies_cannot_modify_the_world():
     except PolicyError:
         pass
     assert world.digest() == before
+
+
+def test_a_world_without_preferences_is_a_named_error():
+    from pb_toys import make_world
+    from prefduel.core.errors import WorldFormatError
+
+    world = make_world(0)
+    world.U[:] = 0.5  # every persona equally good: random pairs meet the floor
+    with pytest.raises(WorldFormatError, match="seed 0: random pairs do no worse than the floor"):
+        run_cell(world, "random")

@@ -97,7 +97,7 @@ BAD_FILES = [
     ("params: {rater_nose: 1}\n", r"unknown knobs \['rater_nose'\]; allowed: taste_scale"),
     ("params: {judge_samples: 2.5}\n", r"params.judge_samples: must be an integer"),
     ("params: {utility_noise: -1}\n", r"params.utility_noise: must be >= 0"),
-    ("arrivals: 0\n", r"arrivals: Input should be greater than 0"),
+    ("arrivals: 0\n", r"arrivals: Input should be greater than or equal to 1"),
     ("topics: moon\n", r"topics: Input should be 'dev' or 'heldout'"),
     ("profiles: {builtin: heldout, take: [nobody]}\n", r"take names unknown ids \['nobody'\]"),
     ("profiles: {builtin: heldout, file: x.yaml}\n", r"exactly one of builtin, file"),
@@ -110,6 +110,13 @@ BAD_FILES = [
     ("quirks: [{id: q, dim: rigor, sign: 2}]\n", r"quirk q: sign must be 1 or -1"),
     ("template: {colour: red}\n", r"template.colour: unknown field; allowed: shared_taste"),
     ("students: quirky\nparams: {quirks_per_student: 11}\n", r"only 10 quirks exist"),
+    ("params: {profile_jitter: .nan}\n", r"params.profile_jitter: nan is not a finite number"),
+    ("params: {judge_beta: .inf}\n", r"params.judge_beta: inf is not a finite number"),
+    ("params: {judge_beta: 1.0e+300}\n", r"params.judge_beta: 1e\+300 is not a finite number"),
+    ("params: {judge_samples: 0}\n", r"params.judge_samples: must be an integer from 1 to"),
+    ("params: {judge_samples: 100000000}\n", r"params.judge_samples: must be an integer from 1"),
+    ("arrivals: 1000000000000\n", r"arrivals: Input should be less than or equal to 100000"),
+    ("seeds: 1000000000\n", r"seeds: Input should be less than or equal to 10000"),
 ]
 
 

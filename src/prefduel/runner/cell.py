@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from prefduel.core.errors import PolicyError
+from prefduel.core.errors import PolicyError, WorldFormatError
 from prefduel.core.regret import floor_regret, pair_regret, random_regret
 from prefduel.core.rng import stream
 from prefduel.policies.base import policy_context, validate_pair
@@ -108,6 +108,12 @@ def summarize(world: World, first: np.ndarray, second: np.ndarray) -> dict[str, 
     regret = pair_regret(world.U, first, second)
     floor = floor_regret(world.U)
     rand = random_regret(world.U)
+    if not float(rand.sum()) > float(floor.sum()):
+        raise WorldFormatError(
+            f"world {world.name}, seed {world.seed}: random pairs do no worse than the floor "
+            "(every persona is equally good in every round), so no score is defined; the "
+            "world's utilities carry no preference to learn"
+        )
     return score_fields(float(regret.sum()), float(floor.sum()), float(rand.sum()), regret - floor)
 
 

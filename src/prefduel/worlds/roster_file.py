@@ -29,11 +29,12 @@ result rows carry the file's path as their name.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from prefduel.core.errors import WorldFormatError
 from prefduel.core.yamlfile import read_yaml
@@ -47,6 +48,7 @@ from prefduel.worlds.tutorsim_data import (
     parse_traits,
     style_vector,
 )
+from prefduel.worlds.world import MAX_ARRIVALS
 
 ROSTER_FILE_SUFFIXES = (".yaml", ".yml")
 STUDENT_KINDS = ("profiles", "composite", "quirky", "scrambled", "isotropic")
@@ -54,6 +56,15 @@ PROFILE_KINDS = ("dev-profiles", "heldout-profiles")
 INT_PARAMS = {"judge_samples", "quirks_per_student"}
 #: Knobs that may be negative (biases and a centering weight); every other knob is a scale.
 SIGNED_PARAMS = {"judge_position", "judge_label", "ncenter"}
+#: Largest size of a knob: every calibrated knob is of order 1, and far larger ones overflow
+#: the simulator's exponentials.
+MAX_KNOB = 1e3
+#: Largest integer knob (judge picks per configuration, quirks per student).
+MAX_COUNT = 1000
+#: Smallest integer knobs other than 0: a world needs at least one judge pick.
+MIN_COUNT = {"judge_samples": 1}
+#: Largest seed count of a roster's reporting protocol.
+MAX_PROTOCOL_SEEDS = 10_000
 
 
 class RosterFileError(WorldFormatError):
@@ -81,10 +92,10 @@ class _RosterFileModel(_Strict):
     base: str
     name: str | None = None
     description: str | None = None
-    arrivals: PositiveInt | None = None
+    arrivals: Annotated[int, Field(ge=1, le=MAX_ARRIVALS)] | None = None
     topics: Literal["dev", "heldout"] | None = None
     students: Literal["profiles", "composite", "quirky", "scrambled", "isotropic"] | None = None
-    seeds: PositiveInt | None = None
+    seeds: Annotated[int, Field(ge=1, le=MAX_PROTOCOL_SEEDS)] | None = None
     profiles: Any = None  # a list of entries or a _Collection mapping (checked by _collection)
     quirks: Any = None
     template: _Template | None = None
@@ -225,10 +236,16 @@ class _Loader:
                 f"{self.where('params')}: unknown knobs {unknown}; allowed: {', '.join(fields)}"
             )
         for key, value in knobs.items():
-            if key in INT_PARAMS and (not isinstance(value, int) or value < 0):
-                raise RosterFileError(f"{self.where('params.' + key)}: must be an integer >= 0")
+            where = self.where("params." + key)
+            low = MIN_COUNT.get(key, 0)
+            if key in INT_PARAMS and (not isinstance(value, int) or not low <= value <= MAX_COUNT):
+                raise RosterFileError(f"{where}: must be an integer from {low} to {MAX_COUNT}")
+            if not math.isfinite(value) or abs(value) > MAX_KNOB:
+                raise RosterFileError(
+                    f"{where}: {value!r} is not a finite number of at most {MAX_KNOB:g} in size"
+                )
             if value < 0 and key not in SIGNED_PARAMS:
-                raise RosterFileError(f"{self.where('params.' + key)}: must be >= 0")
+                raise RosterFileError(f"{where}: must be >= 0")
         return dataclasses.replace(DEFAULT_PARAMS, **knobs)
 
 

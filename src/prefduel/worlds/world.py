@@ -42,6 +42,9 @@ from prefduel.core.rng import stream
 
 FORMAT = "prefduel-world"
 FORMAT_VERSION = 1
+#: Most arrivals a world may have: a TutorSim arrival takes about 20 kB in memory (features,
+#: utilities, click probabilities), so 100,000 arrivals take about 2 GB.
+MAX_ARRIVALS = 100_000
 ARRAY_NAMES = ("Phi", "U", "P", "u", "student_index", "question_index")
 
 
