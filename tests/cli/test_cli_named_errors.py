@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
+
 from prefduel.cli.main import main
 
 RUN = ["--jobs", "1", "--no-progress"]
@@ -14,7 +16,7 @@ def test_a_seed_too_large_for_the_streams_is_refused_before_any_work(toy_world, 
     out = tmp_path / "r.jsonl"
     args = ["run", "--worlds", toy_world, "--seeds", str(2**32), "--policies", "random"]
     assert main([*args, "--out", str(out), *RUN]) == 2
-    assert "seeds must be below 2**32" in capsys.readouterr().err
+    assert "goes beyond 4,294,967,295, the largest seed" in capsys.readouterr().err
     assert not out.exists() or out.read_text() == ""
 
 
@@ -153,3 +155,34 @@ def test_leaderboard_help_shows_its_defaults(capsys):
     assert main(["leaderboard", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: results.jsonl)" in text and "(default: random,notransfer" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--seeds", "0-1000000000"], "names more than 100,000 seeds"),
+        (["leaderboard", "--seeds", "0-99999,100000-200000"], "names more than 100,000 seeds"),
+        (["run", "--seeds", "4294967290-4294967300"], "goes beyond 4,294,967,295"),
+    ],
+)
+def test_seed_lists_are_bounded_before_they_are_built(argv, message, capsys):
+    import time
+
+    started = time.perf_counter()
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["play", "--seed", "4294967296"],
+        ["replay", "r.jsonl", "--seed", "4294967296"],
+        ["prefdisco", "generate", "d", "--seed", "4294967296"],
+        ["rank", "b.csv", "--out", "o", "--seed", "4294967296"],
+    ],
+)
+def test_a_seed_beyond_32_bits_is_a_usage_error(argv, capsys):
+    assert main(argv) == 2
+    assert "expected an integer <= 4,294,967,295" in capsys.readouterr().err

@@ -40,6 +40,7 @@ from prefduel.cli import (
 from prefduel.cli.argtypes import positive_int
 from prefduel.core.errors import PrefduelError, ResultsFileError, SpecError
 from prefduel.core.registry import split_specs
+from prefduel.core.rng import SEED_LIMIT
 from prefduel.runner.distributed import dask_executor
 from prefduel.runner.store import ResultsStore
 from prefduel.runner.sweep import sweep
@@ -63,13 +64,18 @@ LEADERBOARD_POLICIES = (
 # -- argument parsing helpers ----------------------------------------------------------------
 
 
+#: Most seeds one grid may have (each seed is a whole world per roster).
+MAX_SEEDS = 100_000
+
+
 def parse_seeds(text: str) -> list[int]:
     """Parse a seed list: ``"0-31"``, ``"0,2,5"``, ``"0-3,8"`` (ranges inclusive).
 
     Raises:
-        SpecError: naming the piece that is not a seed or a ``lo-hi`` range.
+        SpecError: naming the piece that is not a seed or a ``lo-hi`` range, a seed outside
+            ``[0, 2**32)``, or more than `MAX_SEEDS` seeds (counted before any list is built).
     """
-    seeds: list[int] = []
+    ranges: list[tuple[int, int]] = []
     for piece in (p.strip() for p in text.split(",")):
         if not piece:
             continue
@@ -82,7 +88,15 @@ def parse_seeds(text: str) -> list[int]:
             ) from None
         if first < 0 or last < first:
             raise SpecError(f"seeds: range {piece!r} is empty; expected lo-hi with 0 <= lo <= hi")
-        seeds.extend(range(first, last + 1))
+        if last >= SEED_LIMIT:
+            raise SpecError(f"seeds: {piece!r} goes beyond {SEED_LIMIT - 1:,}, the largest seed")
+        ranges.append((first, last))
+        if sum(b - a + 1 for a, b in ranges) > MAX_SEEDS:
+            raise SpecError(
+                f"seeds: {text!r} names more than {MAX_SEEDS:,} seeds; a grid takes at most "
+                f"{MAX_SEEDS:,} (the protocols use 32)"
+            )
+    seeds = [seed for first, last in ranges for seed in range(first, last + 1)]
     if not seeds:
         raise SpecError(f"seeds: no seeds in {text!r}")
     return list(dict.fromkeys(seeds))

@@ -19,6 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from prefduel.cli.argtypes import seed_int
 from prefduel.core.errors import PrefduelError
 from prefduel.pages._html import check_arrival
 from prefduel.pages.play import play_page
@@ -26,16 +27,6 @@ from prefduel.pages.replay import replay_page
 from prefduel.runner.sweep import labelled_world
 from prefduel.runner.trajectories import find_cell, replay_cell
 from prefduel.worlds.world import World
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
 
 
 def _arrival(text: str) -> int:
@@ -58,7 +49,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     play.add_argument(
         "--world", default="dev", help="roster id or stored-world path (default: dev)"
     )
-    play.add_argument("--seed", type=_seed, default=0, help="world seed (default: 0)")
+    play.add_argument("--seed", type=seed_int, default=0, help="world seed (default: 0)")
     play.add_argument(
         "--arrival", type=_arrival, default=0, help="arrival (student session) to play (default: 0)"
     )
@@ -78,7 +69,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     replay.add_argument(
         "--world", default="dev", help="roster id or stored-world path (default: dev)"
     )
-    replay.add_argument("--seed", type=_seed, default=0, help="world seed (default: 0)")
+    replay.add_argument("--seed", type=seed_int, default=0, help="world seed (default: 0)")
     replay.add_argument("--policy", default="coduel", help="policy spec (default: coduel)")
     replay.add_argument(
         "--arrival", type=_arrival, default=0, help="arrival shown first (default: 0)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefduel.cli.argtypes import int_at_least, positive_float
+from prefduel.cli.argtypes import int_at_least, positive_float, seed_int
 
 DESCRIPTION = (
     "Rank models per user and globally from pairwise votes, and measure how far users depart "
@@ -180,7 +180,7 @@ def _add_rating_options(ana: Any) -> None:
     )
     ana.add_argument(
         "--seed",
-        type=int_at_least(0),
+        type=seed_int,
         default=0,
         help="seed of every random step; with --from-run also the run's seed (default: 0)",
     )
