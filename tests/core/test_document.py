@@ -191,3 +191,32 @@ def test_html_escapes_text_as_the_standard_library_does():
     assert escape(note) in stdlib
     assert "<b>" not in stdlib and "<i id='r'>x</i>" in stdlib  # Raw stays markup
     assert stylesheet() in stdlib
+
+
+def test_markdown_never_carries_raw_html_or_links_from_names():
+    """Names come from users' files: rendered as MkDocs does, none may become a tag or a link."""
+    import markdown
+
+    evil = "<script>alert(1)</script>"
+    link = "[x](javascript:alert(1))"
+    doc = Document(
+        title=f"report {evil}",
+        subtitle=f"for {evil}",
+        warnings=[f"model {evil} skipped"],
+        intro=[Paragraph(f"best model: {evil}, then `{evil}`, and a < b")],
+        sections=[
+            Section(
+                title=f"users {evil}",
+                blocks=[
+                    Table(["model", "votes"], [[evil, 3], [link, 4]], title=evil),
+                    Items([f"user {evil}"]),
+                    Figure(caption=f"scores of {evil}", path="figures/a.svg"),
+                ],
+            )
+        ],
+    )
+    html = markdown.markdown(to_markdown(doc), extensions=["tables"])
+    assert "<script" not in html
+    assert 'href="javascript' not in html
+    assert "&lt;script&gt;" in html  # shown as text
+    assert "a &lt; b" in html  # a plain less-than still reads as one

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -107,18 +108,45 @@ def to_text(document: Document) -> str:
     return "\n".join(p for p in parts if p is not None).strip("\n") + "\n"
 
 
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+#: A ``<`` that could open a tag, a comment or an autolink (``a < b`` cannot).
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
 def markdown_escape(text: str, emphasis: bool = False) -> str:
-    """Text safe inside a Markdown table cell (pipes escaped, one line).
+    """Text safe inside a Markdown table cell (pipes escaped, one line, no HTML, no links).
+
+    Model names, user ids and paths come from users' files: a ``<script>`` in one must show as
+    text wherever the Markdown is rendered (MkDocs, GitHub), never run.
 
     Args:
         text: Plain text.
         emphasis: Also escape ``*``, ``_`` and backticks (no emphasis or code spans).
     """
     out = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    out = _TAG_START.sub("&lt;", out)
+    out = out.replace("](", "]\\(").replace("][", "]\\[")  # never a link
     if emphasis:
         for char in ("*", "_", "`"):
             out = out.replace(char, "\\" + char)
     return out
+
+
+def markdown_text(text: str) -> str:
+    """Markdown prose with every raw HTML tag shown as text (``<`` escaped outside code spans
+    where it could open a tag).
+
+    Paragraphs, list items and captions are Markdown written by prefduel, but they quote names
+    from users' files; escaping ``<`` keeps emphasis, links and code spans working while no
+    tag a name carries can reach the rendered page.
+    """
+    out, last = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_TAG_START.sub("&lt;", text[last : span.start()]))
+        out.append(span.group(0))
+        last = span.end()
+    out.append(_TAG_START.sub("&lt;", text[last:]))
+    return "".join(out)
 
 
 def table_markdown(table: Table) -> str:
@@ -144,29 +172,31 @@ def _block_markdown(block: Block) -> str:
     if isinstance(block, Table):
         return table_markdown(block)
     if isinstance(block, Items):
-        return "\n".join(f"- {item}" for item in block.items)
+        return "\n".join(f"- {markdown_text(item)}" for item in block.items)
     if isinstance(block, Figure):
-        return f"![{block.caption}]({block.path})" if block.path else f"*{block.caption}*"
+        caption = markdown_escape(block.caption)
+        return f"![{caption}]({block.path})" if block.path else f"*{caption}*"
     if isinstance(block, Settings):
         return table_markdown(Table(["setting", "value"], [list(p) for p in block.pairs]))
     if isinstance(block, Preformatted):
-        return f"```\n{block.text}\n```"
+        fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", block.text)), default=0))
+        return f"{fence}\n{block.text}\n{fence}"
     if isinstance(block, Paragraph) and block.style == "warn":
-        return f"> ⚠ {block.text}"
-    return block.text
+        return f"> ⚠ {markdown_text(block.text)}"
+    return markdown_text(block.text)
 
 
 def to_markdown(document: Document) -> str:
     """The document as Markdown; figures are links to their files (never inlined)."""
-    parts = [f"# {document.title}"]
+    parts = [f"# {markdown_escape(document.title)}"]
     if document.subtitle:
-        parts.append(document.subtitle)
+        parts.append(markdown_text(document.subtitle))
     if document.warnings:
-        parts.append("\n".join(f"> ⚠ {w}" for w in document.warnings))
+        parts.append("\n".join(f"> ⚠ {markdown_text(w)}" for w in document.warnings))
     parts += [_block_markdown(b) for b in document.intro]
 
     def visit(section: Section, level: int) -> None:
-        parts.append(f"{'#' * level} {section.title}")
+        parts.append(f"{'#' * level} {markdown_escape(section.title)}")
         parts.extend(t for t in map(_block_markdown, section.blocks) if t)
         for sub in section.subsections:
             visit(sub, level + 1)
