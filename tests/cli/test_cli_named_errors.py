@@ -186,3 +186,27 @@ def test_seed_lists_are_bounded_before_they_are_built(argv, message, capsys):
 def test_a_seed_beyond_32_bits_is_a_usage_error(argv, capsys):
     assert main(argv) == 2
     assert "expected an integer <= 4,294,967,295" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["leaderboard", "--md", "/proc/no/lb.md"], "folder of Markdown output (--md) /proc/no"),
+        (["leaderboard", "--csv", "{tmp}"], "CSV output (--csv) {tmp} is a folder"),
+        (["report", "{results}", "--out", "/proc/no"], "report folder /proc/no cannot be created"),
+        (["report", "{results}", "--out", "{file}"], "report folder {file} is an existing file"),
+        (["play", "--out", "/proc/no/p.html"], "folder of page /proc/no"),
+        (["replay", "{results}", "--world", "{world}", "--policy", "random", "--out", "{tmp}"],
+         "page {tmp} is a folder"),
+    ],
+)
+def test_unwritable_outputs_are_named_before_any_work(argv, message, toy_world, tmp_path, capsys):
+    results = _results(toy_world, tmp_path)
+    capsys.readouterr()
+    (tmp_path / "file").write_text("x")
+    names = {"tmp": tmp_path, "results": results, "file": tmp_path / "file", "world": toy_world}
+    grid = ["--worlds", toy_world, "--seeds", "0", "--policies", "random", "--results",
+            str(tmp_path / "lb.jsonl")] if argv[0] == "leaderboard" else []
+    assert main([a.format(**names) for a in argv] + grid) == 2
+    assert message.format(**names) in capsys.readouterr().err
+    assert not (tmp_path / "lb.jsonl").exists()  # the leaderboard computed nothing

@@ -39,6 +39,7 @@ from prefduel.cli import (
 )
 from prefduel.cli.argtypes import positive_int
 from prefduel.core.errors import PrefduelError, ResultsFileError, SpecError
+from prefduel.core.outputs import output_file
 from prefduel.core.registry import split_specs
 from prefduel.core.rng import SEED_LIMIT
 from prefduel.runner.distributed import dask_executor
@@ -370,11 +371,20 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
     """Run the grid (resuming from the results file) and write the leaderboard."""
+    for path, what in ((args.md, "Markdown output (--md)"), (args.csv, "CSV output (--csv)")):
+        output_file(path, what, SpecError)  # before the grid runs: nothing computed is lost
     rows = _sweep_args(args, args.results)
     summary = summarize_rows(rows)
     for path, fmt in ((args.md, "md"), (args.csv, "csv")):
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(format_table(summary, fmt))
+        try:
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(format_table(summary, fmt))
+        except OSError as exc:
+            raise SpecError(
+                f"cannot write {path}: {exc.strerror or exc}; every row is kept in "
+                f"{args.results}, and re-running the command writes the tables without "
+                "recomputing"
+            ) from None
     out.write(summary_report(rows, "text"))
     out.write(f"\nwrote {args.md} and {args.csv}\n")
     if not set(parse_names(EVALUATION_WORLDS)) & set(parse_names(args.worlds)):
@@ -437,6 +447,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 on success, 1 when ``stats`` finds no matching rows, 2 on a usage or prefduel
         error, 130 when interrupted.
     """
+    problem = _usable_streams()
+    if problem:
+        print(f"{PROG}: error: {problem}", file=sys.stderr)
+        return 2
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -452,6 +466,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(f"\n{PROG}: interrupted{_resume_hint(args)}", file=sys.stderr)
             return 130
+        except BrokenPipeError:  # the reader went away (``prefduel stats r.jsonl | head``)
+            _silence_stdout()
+            return 128 + signal.SIGPIPE
+
+
+def _usable_streams() -> str | None:
+    """Make stdout and stderr safe to write, or say why the command cannot run.
+
+    A closed stderr becomes a sink (nothing could be reported anyway); a closed stdout is an
+    error, since the command's output would be lost. Under ``LC_ALL=C`` Python writes ASCII,
+    which cannot carry the tables' ``±``: the streams are switched to UTF-8.
+    """
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    if sys.stdout is None:
+        return "standard output is closed; redirect it to a file or to /dev/null"
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "±…".encode(stream.encoding or "ascii")
+        except (UnicodeEncodeError, LookupError):
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(encoding="utf-8")
+    return None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 @contextlib.contextmanager

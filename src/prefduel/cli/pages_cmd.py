@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from prefduel.cli.argtypes import seed_int
 from prefduel.core.errors import PrefduelError
+from prefduel.core.outputs import output_file
 from prefduel.pages._html import check_arrival
 from prefduel.pages.play import play_page
 from prefduel.pages.replay import replay_page
@@ -95,6 +96,7 @@ def _write(path: str, text: str) -> None:
 
 def cmd_play(args: argparse.Namespace, out: Any) -> int:
     """Write the "be the policy" page."""
+    output_file(args.out, "page", PrefduelError)
     world = _world(args.world, args.seed, args.allow_test)
     arrival = check_arrival(world, args.arrival)
     _write(args.out, play_page(world, arrival))
@@ -107,6 +109,7 @@ def cmd_play(args: argparse.Namespace, out: Any) -> int:
 
 def cmd_replay(args: argparse.Namespace, out: Any) -> int:
     """Write the "watch the policy learn" page."""
+    output_file(args.out, "page", PrefduelError)
     cell = find_cell(args.results, args.world, args.seed, args.policy, allow_test=args.allow_test)
     world, policy = cell.world, cell.policy
     arrival = check_arrival(world, args.arrival)

@@ -16,6 +16,7 @@ from typing import Any
 
 from prefduel import __version__
 from prefduel.core.errors import PrefduelError, SpecError
+from prefduel.core.outputs import output_dir
 from prefduel.report.compute import StudentsFn, WorldReport, compute_report
 from prefduel.report.data import ReportInput, ReportWarning, canonical_policy, load_input
 from prefduel.report.figures import (
@@ -399,4 +400,4 @@ def build_report(
         students=students,
         figures=figures,
     )
-    return _build(results, Path(out_dir), run)
+    return _build(results, output_dir(out_dir, "report folder", SpecError), run)
