@@ -194,7 +194,9 @@ def test_killed_worker_loses_and_duplicates_nothing(
     assert not thread.is_alive()
     assert "error" not in outcome, outcome.get("error")
 
-    assert {int(p.name.split("-")[0]) for p in markers.glob("*-check-*")} == {os.getpid()}
+    # the policy was checked on this machine (in a child of this process), not on the cluster
+    checks = {int(p.name.split("-")[0]) for p in markers.glob("*-check-*")}
+    assert len(checks) == 1 and not checks & set(pids.values())
     runs = Counter(int(p.name.split("-")[0]) for p in markers.glob("*-unit-*"))
     assert os.getpid() not in runs  # every unit ran on the cluster ...
     assert runs[victim] >= 1 and sum(runs.values()) >= 4 + 1  # ... the killed one twice

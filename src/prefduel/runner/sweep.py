@@ -20,14 +20,12 @@ import dataclasses
 import functools
 import numbers
 import os
-import signal
 import sys
-import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,8 @@ from prefduel.core.errors import (
 from prefduel.policies.base import NondeterministicPolicyError, check_policy
 from prefduel.policies.loading import resolve_spec, split_external
 from prefduel.runner.cell import run_cell
+from prefduel.runner.isolated import run_isolated
+from prefduel.runner.local_pool import LocalPool
 from prefduel.runner.references import REFERENCES, reference_rows
 from prefduel.runner.rows import row_key, row_version
 from prefduel.runner.store import ResultsStore
@@ -138,15 +138,22 @@ def _check_policy(spec: str) -> str:
     and round.
     """
     resolved = resolve_spec(spec)
-    resolved.build()
-    if split_external(spec.strip()) is not None:
-        try:
-            check_policy(resolved.build)
-        except NondeterministicPolicyError:
-            raise
-        except PolicyError:
-            pass
+    if split_external(spec.strip()) is None:
+        resolved.build()
+        return resolved.canonical
+    run_isolated(functools.partial(_check_external, resolved), f"policy {spec!r}")
     return resolved.canonical
+
+
+def _check_external(resolved: Any) -> None:
+    """Build a user's policy and run `check_policy` on it (in a child process)."""
+    resolved.build()
+    try:
+        check_policy(resolved.build)
+    except NondeterministicPolicyError:
+        raise
+    except PolicyError:
+        pass  # left to the run, whose error names the world, arrival and round
 
 
 def _check_seed(seed: Any) -> int:
@@ -365,55 +372,42 @@ def _run_units(
         with bar_factory() as bar:
             _run_inline(units, store, bar)
         return
-    own = executor is None
-    pool = (
-        ProcessPoolExecutor(
-            max_workers=min(jobs, len(units)),
-            initializer=_worker_setup,
-            initargs=(os.getpid(),),
-        )
-        if own
-        else executor
-    )
+    if executor is not None:
+        futures = [executor.submit(run_unit, unit) for unit in units]
+        with bar_factory() as bar:
+            _run_futures(futures, store, bar, cancel_on_interrupt=True)
+        return
+    pool = LocalPool(min(jobs, len(units)))
     interrupted = False
     try:
         # Submit before the progress bar starts its monitor thread (forking with threads is unsafe).
         futures = [pool.submit(run_unit, unit) for unit in units]
         with bar_factory() as bar:
-            _run_futures(futures, store, bar, cancel_on_interrupt=not own)
+            _run_futures(futures, store, bar, cancel_on_interrupt=False)
     except KeyboardInterrupt:
         interrupted = True
         raise
+    except BrokenProcessPool:
+        raise _worker_died(pool.running(), store.path) from None
     finally:
-        if own and interrupted:
+        if interrupted:
             # Stop the workers first: the pool then fails the futures still queued itself
             # (cancelling them first races with that in Python 3.11 and prints a traceback).
-            _stop_workers(pool)
+            pool.stop()
             pool.shutdown(wait=False)
-        elif own:
-            pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            pool.shutdown(wait=True)
 
 
-def _worker_setup(coordinator: int) -> None:
-    """Run in each local worker process: leave Ctrl-C to the coordinator (which stops the
-    workers itself, so no worker prints a traceback), and exit when the coordinator is gone
-    (killed by SIGKILL, say), instead of finishing a unit whose rows nobody will store."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
-
-    def watch() -> None:
-        while os.getppid() == coordinator:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="prefduel-parent-watch", daemon=True).start()
-
-
-def _stop_workers(pool: Executor) -> None:
-    """Terminate the local worker processes now (an interrupted sweep keeps no unit running)."""
-    # ProcessPoolExecutor has no public way to stop running tasks; its processes are private.
-    for process in list(getattr(pool, "_processes", {}).values()):
-        process.terminate()
+def _worker_died(running: list[str], results: Path) -> PrefduelError:
+    """The error for a worker process that died without a Python error (killed or crashed)."""
+    cells = "; ".join(running) if running else "a unit that had not marked itself yet"
+    return PrefduelError(
+        f"a worker process died while running {cells}. Nothing in Python stopped it: it was "
+        "killed from outside (the kernel's out-of-memory killer does that when memory runs "
+        f"out) or crashed in native code. Every finished row is kept in {results}; re-running "
+        "the same command resumes (with fewer --jobs if memory ran out)"
+    )
 
 
 def _grid_rows(
