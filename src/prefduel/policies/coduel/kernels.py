@@ -36,12 +36,25 @@ except ImportError:  # the numpy path is used
 else:
     ENABLED = True
 
+
+def _compiled(**options):
+    """``njit(cache=True, **options)``, or without the on-disk cache where numba cannot keep
+    one (a read-only install with an unwritable home folder): compiled once per process."""
+
+    def wrap(fn):
+        try:
+            return njit(cache=True, **options)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return njit(cache=False, **options)(fn)
+
+    return wrap
+
 _PROBIT = math.pi / 8.0
 # reassociation and contraction (sums may vectorize); no assumptions about infinities or NaN
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@njit(cache=True, inline="always")
+@_compiled(inline="always")
 def _sigmoid(x: float) -> float:
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -49,7 +62,7 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-@njit(cache=True)
+@_compiled()
 def _solve(m: float, s: float, y: float, p0: float) -> float:
     """The root of ``alpha - y + sigmoid(m + alpha s)`` (as `belief.solve_step`): plain
     Newton from the predictive step, safeguarded Newton (rtsafe) if it has not converged."""
@@ -83,7 +96,7 @@ def _solve(m: float, s: float, y: float, p0: float) -> float:
     return alpha
 
 
-@njit(cache=True)
+@_compiled()
 def laplace_rows(mu, sigma, z, y):  # pragma: no cover - compiled
     """One-click Laplace update, in place, of ``mu (B, d)``, ``sigma (B, d, d)`` for one
     click ``z (d,)``, ``y``; returns ``p_first (B,)`` (before the update)."""
@@ -113,7 +126,7 @@ def laplace_rows(mu, sigma, z, y):  # pragma: no cover - compiled
     return p_first
 
 
-@njit(cache=True)
+@_compiled()
 def mixture_observe(weights, log_weight, mu, sigma, z, y):  # pragma: no cover - compiled
     """`prefduel.policies.coduel.belief.MixtureBelief.observe` in place: every component's
     Laplace update, log weights plus each component's log predictive probability of ``y``;
@@ -127,7 +140,7 @@ def mixture_observe(weights, log_weight, mu, sigma, z, y):  # pragma: no cover -
     return total
 
 
-@njit(cache=True)
+@_compiled()
 def laplace_one(mu, sigma, z, y):  # pragma: no cover - compiled
     """`prefduel.policies.laplace.laplace_step` (the no-transfer learner's update, same
     iteration and tolerance), in place on ``mu (d,)``, ``sigma (d, d)``; returns the
@@ -177,7 +190,7 @@ def laplace_one(mu, sigma, z, y):  # pragma: no cover - compiled
     return predictive
 
 
-@njit(cache=True, fastmath=_FAST)
+@_compiled(fastmath=_FAST)
 def _lookahead_terms(weights, mu, sigma, phi, bank):  # pragma: no cover - compiled
     """The pair-independent terms of `lookahead_values`: utilities under the current means
     (``u_now (C, K)``, ``u_bank (C, Q*K)``), ``s_phi``, ``g`` (see below), the belief's best
@@ -225,7 +238,7 @@ def _lookahead_terms(weights, mu, sigma, phi, bank):  # pragma: no cover - compi
     return u_now, u_bank, s_phi, g, best_now, regret_base
 
 
-@njit(cache=True, fastmath=_FAST)
+@_compiled(fastmath=_FAST)
 def lookahead_values(weights, mu, sigma, phi, bank, pairs, remaining, updated):  # pragma: no cover
     """Values of every pair under the lookahead (as `pair_rule.lookahead_pair`).
 
@@ -305,7 +318,7 @@ def lookahead_values(weights, mu, sigma, phi, bank, pairs, remaining, updated): 
     return values
 
 
-@njit(cache=True)
+@_compiled()
 def estep_terms(lam, h, prec, prior_info, const):  # pragma: no cover - compiled
     """Per user and component, the log evidence and posterior moments of
     `prefduel.policies.coduel.population.component_evidence` (Cholesky factor of the
