@@ -20,7 +20,7 @@ ALLOWED = {
     "llm": {"core"},
     "ranking": {"core"},
     "runner": {"core", "worlds", "policies"},
-    "stats": {"core", "worlds", "runner"},
+    "stats": {"core", "worlds", "policies", "runner"},
     "prefdisco": {"core", "llm"},
     "datagen": {"core", "llm", "worlds"},
     "pages": {"core", "worlds", "policies", "runner", "stats"},

@@ -145,3 +145,19 @@ def test_stats_report_is_the_library_behind_the_command():
     assert stats_report(ROWS, StatsOptions(competitor="none")) == table
     with_gains = stats_report(ROWS, StatsOptions())  # default competitor: random, when present
     assert with_gains.startswith(table) and "paired change in excess regret vs random" in with_gains
+
+
+def test_user_policies_are_shown_by_their_class_name_with_the_spec_noted():
+    from pathlib import Path
+
+    spec = f"{Path(__file__).resolve().parents[2] / 'examples/my_policy.py'}:RaterWithWins:weight=3"
+    rows = [_row("dev", spec, s, 20.0 + s, 10.0) for s in (0, 1)] + ROWS[:2]
+    summary = summarize_rows(rows)
+    for fmt in ("text", "md"):
+        out = format_table(summary, fmt)
+        table = out.split("policies shown by name")[0]
+        assert "rater-with-wins:weight=3" in out.replace("\\", "")
+        assert spec not in table.replace("\\", "")  # the long spec stays out of the table
+        assert f"rater-with-wins:weight=3 = {spec}" in out.replace("\\", "")
+    for fmt in ("csv", "json"):  # machine-readable formats keep the identity
+        assert spec in format_table(summary, fmt)

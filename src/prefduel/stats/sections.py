@@ -22,6 +22,7 @@ from typing import Any
 from prefduel.core.document import NO_VALUE, Cell, Paragraph, Table, number
 from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.core.registry import parse_spec, split_specs
+from prefduel.policies.loading import display_names
 from prefduel.runner.rows import number_problem, versions_note
 from prefduel.runner.store import ResultsFileWarning
 from prefduel.runner.sweep import world_label
@@ -412,14 +413,18 @@ def headline(entries: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str |
     if len(ranked) < 2:
         return None
     best, runner_up = ranked[:2]
-    start = f"best policy on {entries[0]['world']}: {best}; "
+    labels = display_names(ranked[:2])
+    start = f"best policy on {entries[0]['world']}: {labels[best]}; "
     pool = [r for r in rows if r.get("kind", "policy") == "policy"]
     gain = next((g for g in paired_gains(pool, runner_up) if g["policy"] == best), None)
     if gain is None:  # no seed in common, or a seed where the runner-up has no excess regret
-        return f"{start}next best {runner_up} (no paired relative change: see prefduel stats)"
+        return (
+            f"{start}next best {labels[runner_up]} (no paired relative change: see "
+            "prefduel stats)"
+        )
     change = number(gain["change_mean"], 1, sign=True, suffix="%")
     interval = _interval(gain["t_lo"], gain["t_hi"], 1, sign=True)
-    versus = f"{start}excess regret vs the next best, {runner_up}: {change}"
+    versus = f"{start}excess regret vs the next best, {labels[runner_up]}: {change}"
     if interval == NO_VALUE:
         return f"{versus} (one seed: no interval)"
     return (

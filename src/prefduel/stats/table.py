@@ -22,6 +22,7 @@ import numpy as np
 
 from prefduel.core.document import NO_VALUE, Cell, Paragraph, Table, number
 from prefduel.core.document_text import markdown_escape, table_csv, table_markdown, table_text
+from prefduel.policies.loading import display_names
 from prefduel.worlds.rosters import is_world_path
 
 FORMATS = ("text", "md", "csv", "json")
@@ -152,14 +153,18 @@ def undefined_note(entry: dict[str, Any]) -> str | None:
     return f"{entry['policy']}: undefined{where}: {entry['undefined']}"
 
 
-def _world_table(world: str, entries: list[dict[str, Any]]) -> Table:
+def _world_table(
+    world: str, entries: list[dict[str, Any]], labels: dict[str, str] | None = None
+) -> Table:
     """The summary table of one world: policy, seeds, score and excess regret mean ± s.e.,
-    titled with what the seeds are replicates of; references are ``ref`` rows."""
+    titled with what the seeds are replicates of; references are ``ref`` rows. Policies are
+    shown by their ``labels`` (short names of user policies) where given."""
+    labels = labels or {}
     return Table(
         ["policy", "seeds", "score (mean ± s.e.)", "excess (mean ± s.e.)"],
         [
             [
-                e["policy"],
+                labels.get(e["policy"], e["policy"]),
                 e["n"],
                 _mean_se_cell(e["score_mean"], e["score_se"], 2),
                 _mean_se_cell(e["excess_mean"], e["excess_se"], 1),
@@ -216,23 +221,34 @@ def summary_blocks(summary: list[dict[str, Any]], fmt: str) -> list[StatsBlock]:
     worlds = _by_world(summary)
     if fmt == "csv":
         return [data_table(_CSV_FIELDS, summary_records(summary))]
+    labels = display_names(e["policy"] for e in summary)
+    named = label_note(labels)
     if fmt != "md":
         blocks: list[StatsBlock] = []
         for world, entries in worlds.items():
-            blocks.append(_world_table(world, entries))
+            blocks.append(_world_table(world, entries, labels))
             blocks += [Paragraph(n) for e in entries if (n := undefined_note(e))]
-        return blocks
+        return blocks + ([Paragraph(named)] if named else [])
     blocks = []
     for world, entries in worlds.items():
         blocks.append(Paragraph(f"### {markdown_escape(world, emphasis=True)}"))
         blocks.append(Paragraph(f"± over seeds; {markdown_escape(replicates(world), True)}."))
-        blocks.append(replace(_world_table(world, entries), title=""))
+        blocks.append(replace(_world_table(world, entries, labels), title=""))
         notes = [n for e in entries if (n := undefined_note(e))]
         blocks += [Paragraph(markdown_escape(n, emphasis=True)) for n in notes]
     if blocks:
         note = "*Italic rows are references computed from the utilities, not policies.*"
         blocks.append(Paragraph(note))
+    if named:
+        blocks.append(Paragraph(markdown_escape(named, emphasis=True)))
     return blocks
+
+
+def label_note(labels: dict[str, str]) -> str | None:
+    """``policies shown by name: LABEL = SPEC, ...`` for the policies whose label is not their
+    spec (user policies named by their class), or None when every label is the spec."""
+    renamed = [f"{label} = {spec}" for spec, label in labels.items() if label != spec]
+    return "policies shown by name: " + "; ".join(renamed) if renamed else None
 
 
 def render(blocks: Sequence[StatsBlock], fmt: str) -> str:
