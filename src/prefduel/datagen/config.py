@@ -84,6 +84,7 @@ from prefduel.datagen.config_file import (
 )
 from prefduel.datagen.errors import DatagenConfigError, DatagenError
 from prefduel.datagen.prompts import Templates
+from prefduel.datagen.sizes import check_sizes
 from prefduel.llm.config import LLMConfig
 from prefduel.worlds.tutorsim_catalogue import Chain, Cue, Kind, Persona, StyleDim, Topic
 from prefduel.worlds.tutorsim_catalogue import ProfileEntry as Student
@@ -396,6 +397,7 @@ def config_from_mapping(
         llm=_llm(data, where),
     )
     _check_rounds(config, where)
+    check_sizes(config, where)
     return config
 
 

@@ -27,7 +27,9 @@ from prefduel.core.schema import FORBID_EXTRA, Integer, Real, Text, frozen_datac
 from prefduel.datagen.errors import DatagenConfigError
 from prefduel.datagen.prompts import Templates, check_template
 from prefduel.llm.structured import StructuredMode
+from prefduel.worlds.roster_file import MAX_KNOB
 from prefduel.worlds.tutorsim_data import DEFAULT_PARAMS
+from prefduel.worlds.world import MAX_ARRIVALS
 
 ROLES = ("question", "answer", "rater", "judge")
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -67,11 +69,31 @@ SCRIPTED_PARAMS = (
     "judge_noise",
 )
 
+#: Largest sizes a config may set (every count a user types is bounded before anything is
+#: allocated or sent). Judge picks per configuration: as TutorSim's ``judge_samples``.
+MAX_SAMPLES = 1000
+#: Extra tries per malformed answer.
+MAX_RETRIES = 20
+#: Completion tokens of one answer (``max_tokens``, ``expected_tokens``): a dry run holds a
+#: placeholder of this length for every uncached answer, and a judge prompt holds two answers.
+MAX_TOKENS = 16_384
+#: Sampling temperature (endpoints take 0 to 2; some accept more).
+MAX_TEMPERATURE = 100.0
+#: Seconds a scripted answer may take (``scripted.latency``).
+MAX_LATENCY = 60.0
+#: Largest size of a rater score (``rater.scale``).
+MAX_SCORE = 1e6
+#: Seeds, as every prefduel seed: ``0 <= seed < 2**32``.
+SEED_LIMIT = 2**32
+
 Count = Annotated[Integer, Field(ge=0)]
 Positive = Annotated[Integer, Field(ge=1)]
-NonNegative = Annotated[Real, Field(ge=0.0)]
 Chance = Annotated[Real, Field(ge=0.0, le=1.0)]
-PositiveReal = Annotated[Real, Field(gt=0.0)]
+Retries = Annotated[Integer, Field(ge=0, le=MAX_RETRIES)]
+Tokens = Annotated[Integer, Field(ge=1, le=MAX_TOKENS)]
+#: A TutorSim knob or another scale of order 1 (larger ones overflow exponentials).
+Knob = Annotated[Real, Field(ge=0.0, le=MAX_KNOB)]
+PositiveKnob = Annotated[Real, Field(gt=0.0, le=MAX_KNOB)]
 
 
 def _request_params(value: Any) -> Any:
@@ -110,10 +132,10 @@ class RoleModel:
     """
 
     model: Text
-    temperature: NonNegative | None = None
-    max_tokens: Positive | None = None
-    seed: Count | None = None
-    expected_tokens: Positive | None = None
+    temperature: Annotated[Real, Field(ge=0.0, le=MAX_TEMPERATURE)] | None = None
+    max_tokens: Tokens | None = None
+    seed: Annotated[Integer, Field(ge=0, lt=SEED_LIMIT)] | None = None
+    expected_tokens: Tokens | None = None
     params: tuple[tuple[str, Any], ...] = ()
     structured: StructuredMode = "off"
 
@@ -121,6 +143,14 @@ class RoleModel:
     @classmethod
     def _params_from_mapping(cls, value: Any) -> Any:
         return _request_params(value)
+
+    @field_validator("expected_tokens")
+    @classmethod
+    def _within_max_tokens(cls, value: int | None, info: ValidationInfo) -> int | None:
+        limit = info.data.get("max_tokens")
+        if value is not None and limit is not None and value > limit:
+            raise ValueError(f"expected at most max_tokens ({limit}), got {value}")
+        return value
 
     def request_params(self) -> dict[str, Any]:
         """The parameters sent with each request."""
@@ -147,7 +177,7 @@ class WorldLayout:
             from the question bank for each arrival (None: ``min(24, Q)``).
     """
 
-    arrivals: Positive = 100
+    arrivals: Annotated[Integer, Field(ge=1, le=MAX_ARRIVALS)] = 100
     rounds: Positive | None = None
 
 
@@ -158,10 +188,10 @@ class _Section(BaseModel):
 class RetriesSection(_Section):
     """``retries``: extra tries (next sample indices) per role for malformed answers."""
 
-    question: Count = DEFAULT_RETRIES["question"]
-    answer: Count = DEFAULT_RETRIES["answer"]
-    rater: Count = DEFAULT_RETRIES["rater"]
-    judge: Count = DEFAULT_RETRIES["judge"]
+    question: Retries = DEFAULT_RETRIES["question"]
+    answer: Retries = DEFAULT_RETRIES["answer"]
+    rater: Retries = DEFAULT_RETRIES["rater"]
+    judge: Retries = DEFAULT_RETRIES["judge"]
 
 
 class JudgeSection(_Section):
@@ -195,6 +225,8 @@ class RaterSection(_Section):
     @field_validator("scale")
     @classmethod
     def _ordered(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if max(abs(value[0]), abs(value[1])) > MAX_SCORE:
+            raise ValueError(f"expected scores of at most {MAX_SCORE:g} in size, got {value!r}")
         if not value[0] < value[1]:
             raise ValueError(f"expected lowest < highest, got {list(value)!r}")
         return value
@@ -203,8 +235,8 @@ class RaterSection(_Section):
 class BtSection(_Section):
     """``bt``: the per-(student, question) Bradley-Terry fit."""
 
-    ridge: PositiveReal = DEFAULT_PARAMS.bt_ridge
-    scale: PositiveReal = DEFAULT_PARAMS.bt_scale
+    ridge: PositiveKnob = DEFAULT_PARAMS.bt_ridge
+    scale: PositiveKnob = DEFAULT_PARAMS.bt_scale
 
 
 #: ``scripted``: TutorSim knobs (`SCRIPTED_PARAMS`, each >= 0; None: TutorSim's value) and the
@@ -212,11 +244,11 @@ class BtSection(_Section):
 ScriptedSection = create_model(
     "ScriptedSection",
     __config__=FORBID_EXTRA,
-    **{name: (NonNegative | None, None) for name in SCRIPTED_PARAMS},  # type: ignore[call-overload]
-    rater_gain=(NonNegative, 2.0),
+    **{name: (Knob | None, None) for name in SCRIPTED_PARAMS},  # type: ignore[call-overload]
+    rater_gain=(Knob, 2.0),
     judge_malformed=(Chance, 0.0),
     rater_malformed=(Chance, 0.0),
-    latency=(NonNegative, 0.0),
+    latency=(Annotated[Real, Field(ge=0.0, le=MAX_LATENCY)], 0.0),
 )
 
 
@@ -257,7 +289,7 @@ class ConfigFile(_Section):
     call_log: Any = None
     budget: Any = None
     models: ModelsSection | None = None
-    samples: Positive = 4
+    samples: Annotated[Integer, Field(ge=1, le=MAX_SAMPLES)] = 4
     retries: RetriesSection | None = None
     judge: JudgeSection | None = None
     style: Any = "builtin"  # collections: see prefduel.datagen.collections

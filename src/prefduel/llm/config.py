@@ -42,6 +42,11 @@ from prefduel.llm.request import Backend
 from prefduel.llm.retry import RetryPolicy
 from prefduel.llm.scripted import Handler, ScriptedBackend
 
+#: Largest settings (sizes a user types are bounded before anything is opened or sent).
+MAX_TIMEOUT = 3600.0
+MAX_CONNECTIONS = 1024
+MAX_ATTEMPTS = 100
+
 BackendName = Literal["openai", "scripted"]
 BACKENDS: tuple[str, ...] = get_args(BackendName)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -80,9 +85,9 @@ class LLMConfig:
         base_url: Endpoint URL, e.g. ``http://127.0.0.1:8000/v1`` (None: the SDK default).
         api_key_env: NAME of the environment variable holding the key (None: no key;
             ``--no-api-key`` on the command line).
-        timeout: Seconds per attempt.
-        max_connections: Attempts in flight at once.
-        max_attempts: Attempts per call, the first included.
+        timeout: Seconds per attempt (at most an hour, `MAX_TIMEOUT`).
+        max_connections: Attempts in flight at once (at most `MAX_CONNECTIONS`).
+        max_attempts: Attempts per call, the first included (at most `MAX_ATTEMPTS`).
         cache: The cache file (None: `default_cache_path`).
         use_cache: False disables the cache (and resume).
         call_log: JSONL call log file (None: no log).
@@ -93,9 +98,9 @@ class LLMConfig:
     backend: BackendName = "scripted"
     base_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
-    timeout: Annotated[Number, Field(gt=0), Noun("seconds")] = 60.0
-    max_connections: Annotated[Integer, Field(ge=1)] = 16
-    max_attempts: Annotated[Integer, Field(ge=1)] = 6
+    timeout: Annotated[Number, Field(gt=0, le=MAX_TIMEOUT), Noun("seconds")] = 60.0
+    max_connections: Annotated[Integer, Field(ge=1, le=MAX_CONNECTIONS)] = 16
+    max_attempts: Annotated[Integer, Field(ge=1, le=MAX_ATTEMPTS)] = 6
     cache: str | None = None
     use_cache: Annotated[bool, Strict()] = True
     call_log: str | None = None
