@@ -205,31 +205,54 @@ def test_yaml_blocks_parse(block: Block):
     yaml.safe_load(block.text)
 
 
-RUN_BLOCKS = [b for b in ALL_BLOCKS if b.run]
+RUN_BLOCKS = [b for b in ALL_BLOCKS if b.run and b.path.name != "README.md"]
+#: The README's marked blocks: a tour, run in order in one folder like a reader would.
+README_TOUR = [b for b in ALL_BLOCKS if b.run and b.path.name == "README.md"]
 
 
 def test_some_blocks_are_run():
     """The marker is in use: a typo in it would silently turn every run into a parse check."""
-    assert len(RUN_BLOCKS) >= 5
+    assert len(RUN_BLOCKS) >= 5 and len(README_TOUR) >= 4
 
 
-@pytest.mark.parametrize("block", RUN_BLOCKS, ids=lambda b: b.where)
-def test_marked_blocks_run(block: Block, tmp_path: Path):
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
+def _run_block(block: Block, folder: Path) -> None:
+    """Run a block's commands in ``folder``; each must exit 0. Install lines are skipped: the
+    test environment has every extra (the parse checks verify the extras exist)."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     if block.lang == "python":
         commands = [f"{shlex.quote(sys.executable)} -c {shlex.quote(block.text)}"]
     else:
-        commands = _commands(block.text)
+        commands = [
+            part
+            for command in _commands(block.text)
+            for part in re.split(r"\s*&&\s*", command)
+            if not part.startswith("pip install")
+        ]
     for command in commands:
         done = subprocess.run(
-            command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
+            command, shell=True, cwd=folder, env=env, capture_output=True, text=True,
             timeout=300,
         )
         assert done.returncode == 0, (
             f"{block.where}: `{command}` exited {done.returncode}\n{done.stdout[-2000:]}"
             f"\n{done.stderr[-2000:]}"
         )
+
+
+@pytest.mark.parametrize("block", RUN_BLOCKS, ids=lambda b: b.where)
+def test_marked_blocks_run(block: Block, tmp_path: Path):
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    _run_block(block, tmp_path)
+
+
+def test_the_readme_tour_runs_in_order(tmp_path: Path):
+    """A reader's first hour: the Quickstart's run, then every marked README block, in one
+    fresh folder holding ``examples/`` (later blocks use what earlier ones wrote)."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    quickstart = next(b for b in ALL_BLOCKS if b.path.name == "README.md" and b.lang == "bash")
+    first = Block(quickstart.path, quickstart.line, "bash", _commands(quickstart.text)[0], True)
+    for block in [first, *README_TOUR]:
+        _run_block(block, tmp_path)
 
 
 def test_quickstart_has_exactly_two_commands():
