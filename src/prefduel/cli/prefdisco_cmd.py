@@ -28,9 +28,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from prefduel.cli.argtypes import int_at_least, positive_float, positive_int, seed_int
+from prefduel.cli.argtypes import int_at_least, positive_float, seed_int
 from prefduel.llm.config import add_llm_arguments, config_from_args
 
+#: The bounds of the sizes a flag can ask for: those of `prefduel.prefdisco.config` (a test
+#: keeps them equal), repeated because importing that package loads numpy and scipy.
+MAX_PERSONAS = 10_000
+MAX_TASK_ITEMS = 1_000_000
+MAX_TURNS = 100
+MAX_BOOTSTRAP = 100_000
 FORMATS_HELP = "builtin, math500, medqa, commonsenseqa, logiqa, socialiqa, generic"
 RERUN = "re-run the same command to retry the failed episodes (paid answers are cached)"
 
@@ -68,9 +74,17 @@ def _add_generate(actions: Any) -> None:
     gen.add_argument("folder", metavar="DIR", help="dataset folder (created)")
     gen.add_argument("--config", default=None, help="YAML config (default: the offline demo)")
     gen.add_argument("--seed", type=seed_int, default=None, help="root seed (0 to 2**32 - 1)")
-    gen.add_argument("--personas", type=positive_int, default=None, help="persona library size")
     gen.add_argument(
-        "--per-task", type=positive_int, default=None, help="personas paired with each task"
+        "--personas",
+        type=int_at_least(1, MAX_PERSONAS),
+        default=None,
+        help=f"persona library size (at most {MAX_PERSONAS:,})",
+    )
+    gen.add_argument(
+        "--per-task",
+        type=int_at_least(1, MAX_PERSONAS),
+        default=None,
+        help="personas paired with each task",
     )
     gen.add_argument(
         "--tasks",
@@ -79,7 +93,12 @@ def _add_generate(actions: Any) -> None:
         metavar="FORMAT[:PATH]",
         help=f"a task source (repeatable); FORMAT is one of {FORMATS_HELP}",
     )
-    gen.add_argument("--limit", type=positive_int, default=None, help="items per task source")
+    gen.add_argument(
+        "--limit",
+        type=int_at_least(1, MAX_TASK_ITEMS),
+        default=None,
+        help="items per task source",
+    )
     gen.add_argument("--enrich", action="store_true", default=None, help="LLM backstories")
     gen.add_argument(
         "--refine-rubrics", action="store_true", default=None, help="LLM-refined rubrics"
@@ -109,7 +128,12 @@ def _add_run(actions: Any) -> None:
         help="comma list of discovery strategies: ask (the model asks), interviewer (the "
         "Bayesian interviewer chooses the questions; settings in run.interviewer)",
     )
-    run.add_argument("--max-turns", type=positive_int, default=None, help="question budget")
+    run.add_argument(
+        "--max-turns",
+        type=int_at_least(1, MAX_TURNS),
+        default=None,
+        help=f"question budget (at most {MAX_TURNS})",
+    )
     run.add_argument(
         "--router",
         choices=("auto", "keyword", "llm"),
@@ -144,7 +168,10 @@ def _add_report(actions: Any) -> None:
         "--out", default=None, metavar="DIR", help="report folder (default: RUNDIR/report)"
     )
     rep.add_argument(
-        "--bootstrap", type=int_at_least(0, 100_000), default=None, help="bootstrap replicates"
+        "--bootstrap",
+        type=int_at_least(0, MAX_BOOTSTRAP),
+        default=None,
+        help="bootstrap replicates",
     )
     rep.add_argument("--min-gap", type=positive_float, default=None, help="NormAlign guard")
 
@@ -326,20 +353,24 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     return 0
 
 
-def cmd_report(args: argparse.Namespace, out: Any) -> int:
-    """Write report.md, report.html and report.json."""
+def _report_settings(args: argparse.Namespace, folder: Path) -> Any:
+    """The report section of ``--config``, else of the folder's manifest (else the defaults),
+    with the flags applied."""
     from prefduel.prefdisco.config import ReportConfig, config_from_json, load_config
-    from prefduel.prefdisco.errors import ConfigError
-    from prefduel.prefdisco.report import build_report, load_run, write_report
+    from prefduel.prefdisco.errors import ConfigError, DatasetError
     from prefduel.prefdisco.store import read_json
 
-    folder = Path(args.folder)
-    rows, run = load_run(folder)
+    where = folder / "manifest.json"
     if args.config:
         base = load_config(args.config).report
-    elif (folder / "manifest.json").exists():
-        manifest = read_json(folder / "manifest.json", what="dataset manifest")
-        base = config_from_json(manifest.get("config") or {}).report
+    elif where.exists():
+        manifest = read_json(where, what="dataset manifest")
+        config = manifest.get("config") if isinstance(manifest, dict) else None
+        if not isinstance(manifest, dict) or not isinstance(config, dict | None):
+            raise DatasetError(
+                f"dataset manifest {where}: expected a JSON object whose 'config' is an object"
+            )
+        base = config_from_json(config or {}, source=str(where)).report
     else:
         base = ReportConfig()
     overrides = {
@@ -348,11 +379,24 @@ def cmd_report(args: argparse.Namespace, out: Any) -> int:
         if getattr(args, name) is not None
     }
     try:
-        settings = dataclasses.replace(base, **overrides)
+        return dataclasses.replace(base, **overrides)
     except (ConfigError, ValueError) as exc:
         raise ConfigError(f"report: {exc}") from None
+
+
+def cmd_report(args: argparse.Namespace, out: Any) -> int:
+    """Write report.md, report.html and report.json (the folder checked before the report is
+    built)."""
+    from prefduel.prefdisco.report import build_report, load_run, write_report
+    from prefduel.prefdisco.report_render import report_paths
+
+    folder = Path(args.folder)
+    rows, run = load_run(folder)
+    settings = _report_settings(args, folder)
+    target = args.out or folder / "report"
+    report_paths(target)
     report = build_report(rows, settings, run=run)
-    paths = write_report(report, args.out or folder / "report")
+    paths = write_report(report, target)
     for line in report_lines(report):
         out.write(line + "\n")
     out.write(f"wrote {paths['md']}, {paths['html']} and {paths['json']}\n")

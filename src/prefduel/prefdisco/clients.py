@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prefduel.llm.client import LLMClient
-from prefduel.llm.config import make_client
+from prefduel.llm.config import LLMConfig, make_client
 from prefduel.llm.request import Completer
 from prefduel.llm.scripted import Handler
 from prefduel.prefdisco.config import ROLE_GROUPS, PrefDiscoConfig
@@ -163,15 +163,37 @@ def clients_from_config(
                 f"models {scripted}; set the model names for a real endpoint (run.models, "
                 "run.judge_model, ...) in the config or on the command line"
             )
-        if cfg.use_cache and cfg.cache is None:
-            cfg = dataclasses.replace(cfg, cache=str(folder / CACHE_FILE))
-        if cfg.call_log is None:
-            cfg = dataclasses.replace(cfg, call_log=str(folder / CALL_LOG_FILE))
+        cfg = _with_files(cfg, folder)
         if cfg not in made:
             made[cfg] = make_client(cfg, handlers=handlers)
         chosen[group] = made[cfg]
     first = chosen[groups[0]]
     return RoleClients(*(chosen.get(g, first) for g in ("model", "user", "judge", "generate")))
+
+
+def _with_files(cfg: LLMConfig, folder: Path) -> LLMConfig:
+    """The group's settings with the cache and call log defaulting to files in ``folder``."""
+    if cfg.use_cache and cfg.cache is None:
+        cfg = dataclasses.replace(cfg, cache=str(folder / CACHE_FILE))
+    if cfg.call_log is None:
+        cfg = dataclasses.replace(cfg, call_log=str(folder / CALL_LOG_FILE))
+    return cfg
+
+
+def output_files(
+    config: PrefDiscoConfig, folder: str | Path, groups: Sequence[str]
+) -> list[tuple[Path, str]]:
+    """``(path, what)`` of the files the clients of ``groups`` will write: each answer cache
+    and call log (`clients_from_config` puts them in ``folder`` unless the config names
+    others), so a command can check them before it works or pays for anything."""
+    files: dict[Path, str] = {}
+    for group in groups:
+        cfg = _with_files(config.llm_for(group), Path(folder))
+        if cfg.use_cache and cfg.cache is not None:
+            files.setdefault(Path(cfg.cache), "answer cache")
+        if cfg.call_log is not None:
+            files.setdefault(Path(cfg.call_log), "call log")
+    return list(files.items())
 
 
 def default_handlers(taxonomy: Taxonomy, tasks: Sequence[Task]) -> dict[str, Handler]:
@@ -186,4 +208,5 @@ __all__ = [
     "RoleClients",
     "clients_from_config",
     "default_handlers",
+    "output_files",
 ]

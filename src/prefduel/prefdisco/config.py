@@ -55,6 +55,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, Strict, field_validator, model_validator
 
+from prefduel.core.rng import SEED_LIMIT
 from prefduel.core.schema import Integer, Number, frozen_dataclass, validate
 from prefduel.core.yamlfile import read_yaml
 from prefduel.llm.config import LLMConfig
@@ -86,8 +87,22 @@ def _named(value: str) -> str:
     return value
 
 
-Count = Annotated[Integer, Field(ge=0)]
-Positive = Annotated[Integer, Field(ge=1)]
+#: Upper bounds of the sizes a config can ask for, checked before anything is allocated or
+#: any call made. Each is far above what a study uses and far below what exhausts a machine.
+MAX_PERSONAS = 10_000
+MAX_INSTANCES = 100_000
+MAX_TASK_ITEMS = 1_000_000
+MAX_TURNS = 100
+MAX_ATTEMPTS = 20
+MAX_ATTRIBUTES = 100
+MAX_TOKEN_LIMIT = 1_000_000
+MAX_IN_FLIGHT = 10_000
+MAX_BOOTSTRAP = 100_000
+
+Seed = Annotated[Integer, Field(ge=0, le=SEED_LIMIT - 1)]
+Attempts = Annotated[Integer, Field(ge=1, le=MAX_ATTEMPTS)]
+Attributes = Annotated[Integer, Field(ge=1, le=MAX_ATTRIBUTES)]
+Tokens = Annotated[Integer, Field(ge=1, le=MAX_TOKEN_LIMIT)]
 NonNegative = Annotated[Number, Field(ge=0)]
 ModelName = Annotated[str, Strict(), AfterValidator(_named)]
 Flag = Annotated[bool, Strict()]
@@ -112,7 +127,7 @@ class TaskSource:
     path: str | None = None
     name: str | None = None
     domain: str | None = None
-    limit: Positive | None = None
+    limit: Annotated[Integer, Field(ge=1, le=MAX_TASK_ITEMS)] | None = None
     labels: str | None = None
 
     @model_validator(mode="after")
@@ -132,18 +147,18 @@ class TaskSource:
 class GenerateConfig:
     """Settings of ``prefdisco generate`` (see the module docstring for each key)."""
 
-    seed: Count = 0
-    personas: Positive = 6
-    personas_per_task: Positive | None = 2
+    seed: Seed = 0
+    personas: Annotated[Integer, Field(ge=1, le=MAX_PERSONAS)] = 6
+    personas_per_task: Annotated[Integer, Field(ge=1, le=MAX_PERSONAS)] | None = 2
     tasks: Annotated[tuple[TaskSource, ...], Field(min_length=1)] = (TaskSource(),)
     taxonomy: str | None = None
     persona_space: str | None = None
-    k_min: Integer = 3
-    k_max: Integer = 5
+    k_min: Attributes = 3
+    k_max: Attributes = 5
     dirichlet_alpha: Number = 1.0
-    max_per_family: Integer = 2
+    max_per_family: Attributes = 2
     value_noise: Number = 0.6
-    relevance_power: Number = 3.0
+    relevance_power: Annotated[Number, Field(ge=0, le=100)] = 3.0
     min_distance: NonNegative = 0.35
     enrich: Flag = False
     refine_rubrics: Flag = False
@@ -225,26 +240,26 @@ class RunConfig:
     strategies: tuple[str, ...] = ("ask",)
     interviewer: InterviewerConfig = field(default_factory=InterviewerConfig)
     follow_up_check: Flag = True
-    max_turns: Positive = 5
-    ask_attempts: Positive = 2
+    max_turns: Annotated[Integer, Field(ge=1, le=MAX_TURNS)] = 5
+    ask_attempts: Attempts = 2
     router: RouterName = "auto"
     user_style: UserStyle = "cooperative"
     router_model: ModelName | None = None
-    max_attributes_per_question: Positive = 2
+    max_attributes_per_question: Attributes = 2
     tfidf_threshold: NonNegative | None = 0.15
     judge_model: ModelName = "scripted-judge"
     grader_model: ModelName | None = None
-    judge_attempts: Positive = 3
+    judge_attempts: Attempts = 3
     judge_structured: StructuredMode = "off"
     grader_structured: StructuredMode = "off"
     temperature: NonNegative | None = 0.0
     judge_temperature: NonNegative | None = 0.0
-    ask_max_tokens: Positive | None = 1024
-    answer_max_tokens: Positive | None = 2048
-    judge_max_tokens: Positive | None = 512
+    ask_max_tokens: Tokens | None = 1024
+    answer_max_tokens: Tokens | None = 2048
+    judge_max_tokens: Tokens | None = 512
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-    api_seed: Count | None = None
-    episodes_in_flight: Positive = 64
+    api_seed: Annotated[Integer, Field(ge=0, le=2**63 - 1)] | None = None
+    episodes_in_flight: Annotated[Integer, Field(ge=1, le=MAX_IN_FLIGHT)] = 64
 
     @field_validator("judge_structured", "grader_structured", mode="before")
     @classmethod
@@ -321,10 +336,10 @@ class ReportConfig:
             is left out of NormAlign because a judgement is missing.
     """
 
-    bootstrap: Count = 1000
+    bootstrap: Annotated[Integer, Field(ge=0, le=MAX_BOOTSTRAP)] = 1000
     level: Annotated[Number, Field(gt=0, lt=1)] = 0.95
     min_gap: Annotated[Number, Field(gt=0)] = 0.1
-    seed: Count = 0
+    seed: Seed = 0
     warn_dropped: Annotated[Number, Field(ge=0, le=1)] = 0.1
 
 

@@ -27,8 +27,13 @@ import yaml
 from prefduel import __version__
 from prefduel.core.rng import stream
 from prefduel.core.yamlfile import read_yaml
-from prefduel.prefdisco.config import GenerateConfig, PrefDiscoConfig, config_from_json
-from prefduel.prefdisco.errors import DatasetError
+from prefduel.prefdisco.config import (
+    MAX_INSTANCES,
+    GenerateConfig,
+    PrefDiscoConfig,
+    config_from_json,
+)
+from prefduel.prefdisco.errors import ConfigError, DatasetError
 from prefduel.prefdisco.personas import (
     Persona,
     PersonaSpace,
@@ -45,7 +50,7 @@ from prefduel.prefdisco.preferences import (
     save_profiles,
 )
 from prefduel.prefdisco.rubrics import Rubric, build_rubrics, load_rubrics, save_rubrics
-from prefduel.prefdisco.store import read_json, read_jsonl, write_json, write_jsonl
+from prefduel.prefdisco.store import read_json, read_keyed_jsonl, write_json, write_jsonl
 from prefduel.prefdisco.tasks import Task, builtin_tasks, check_unique, load_tasks
 from prefduel.prefdisco.taxonomy import Taxonomy, load_taxonomy, taxonomy_from_json
 
@@ -169,10 +174,18 @@ def sample_dataset(config: GenerateConfig) -> DatasetParts:
 
     Raises:
         TaskFormatError: A task source is missing or malformed.
+        ConfigError: More instances than `MAX_INSTANCES` (checked before any is drawn).
     """
     taxonomy = load_taxonomy(config.taxonomy)
     space = load_persona_space(config.persona_space)
     tasks = load_task_sources(config)
+    per_task = min(config.personas_per_task or config.personas, config.personas)
+    if len(tasks) * per_task > MAX_INSTANCES:
+        raise ConfigError(
+            f"generate: {len(tasks):,} tasks x {per_task:,} personas each make "
+            f"{len(tasks) * per_task:,} instances, more than {MAX_INSTANCES:,}; lower "
+            "personas_per_task or the tasks' limit"
+        )
     personas, sampling = sample_personas(
         config.personas, config.seed, space=space, min_distance=config.min_distance
     )
@@ -316,8 +329,8 @@ def load_dataset(folder: str | Path) -> Dataset:
     taxonomy = taxonomy_from_json(data, source=str(root / "taxonomy.yaml"))
     personas = {p.id: p for p in load_personas(root / "personas.jsonl")}
     tasks: dict[str, Task] = {}
-    for i, row in enumerate(read_jsonl(root / "tasks.jsonl", what="task file"), start=1):
-        task = Task.from_json(row, where=f"{root / 'tasks.jsonl'}, line {i}")
+    for number, row in read_keyed_jsonl(root / "tasks.jsonl", ("id",), what="task file"):
+        task = Task.from_json(row, where=f"{root / 'tasks.jsonl'}, line {number}")
         tasks[task.id] = task
     profiles = {}
     for profile in load_profiles(root / "preferences.jsonl", taxonomy):

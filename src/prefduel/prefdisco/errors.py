@@ -25,6 +25,11 @@ class DatasetError(PrefDiscoError, ValueError):
     """A generated dataset or run folder is incomplete or inconsistent (names the file)."""
 
 
+class DatasetWarning(UserWarning):
+    """A dataset or run file had something harmless to drop: a row repeated exactly (counted
+    once), a field named twice with one value, or a last line cut by an interrupted write."""
+
+
 class ScoringError(PrefDiscoError, ValueError):
     """A metric got inputs it cannot score (missing scores, weights not summing to 1, ...)."""
 

@@ -44,7 +44,7 @@ from prefduel.prefdisco.judging import (
 )
 from prefduel.prefdisco.router_check import llm_router, load_router_questions, measures_llm_router
 from prefduel.prefdisco.routing import LLMRouter
-from prefduel.prefdisco.store import read_jsonl
+from prefduel.prefdisco.score_rows import load_scores
 from prefduel.prefdisco.study import episode_keys
 
 #: A request with ``i`` malformed replies shown back (``i`` = 0 is the first try).
@@ -168,8 +168,7 @@ def _scored(folder: Path) -> set[str]:
     path = folder / "scores.jsonl"
     if not path.exists():
         return set()
-    rows = read_jsonl(path, what="score file", allow_torn_tail=True)
-    return {str(r["episode_id"]) for r in rows}
+    return {row["episode_id"] for row in load_scores(path)}
 
 
 def estimate_run(dataset: Dataset, config: PrefDiscoConfig, folder: str | Path) -> dict[str, Any]:

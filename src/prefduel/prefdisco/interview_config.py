@@ -38,11 +38,11 @@ class PriorConfig:
         min_distance: Big Five diversity of the training library (as in generation).
     """
 
-    seed: Annotated[Integer, Field(ge=0)] = 1
-    personas: Annotated[Integer, Field(ge=1)] = 300
-    tasks_per_domain: Annotated[Integer, Field(ge=1)] = 2
-    classes: Annotated[Integer, Field(ge=1)] = 4
-    iterations: Annotated[Integer, Field(ge=1)] = 100
+    seed: Annotated[Integer, Field(ge=0, le=2**32 - 1)] = 1
+    personas: Annotated[Integer, Field(ge=1, le=10_000)] = 300
+    tasks_per_domain: Annotated[Integer, Field(ge=1, le=100)] = 2
+    classes: Annotated[Integer, Field(ge=1, le=100)] = 4
+    iterations: Annotated[Integer, Field(ge=1, le=10_000)] = 100
     smoothing: Annotated[Number, Field(gt=0)] = 0.5
     min_distance: Annotated[Number, Field(ge=0)] = 0.35
 
@@ -66,14 +66,14 @@ class InterviewerConfig:
         prior: How the prior is learned (`PriorConfig`).
     """
 
-    max_turns: Annotated[Integer, Field(ge=1)] | None = None
+    max_turns: Annotated[Integer, Field(ge=1, le=100)] | None = None
     min_gain: Annotated[Number, Field(ge=0)] = 0.02
     importance_questions: Annotated[bool, Strict()] = False
     importance_weight: Annotated[Number, Field(ge=0)] = 0.5
     presence_weight: Annotated[Number, Field(ge=0)] = 1.0
     phrasing: Literal["template", "llm"] = "template"
     phrase_model: str | None = None
-    phrase_attempts: Annotated[Integer, Field(ge=1)] = 2
+    phrase_attempts: Annotated[Integer, Field(ge=1, le=20)] = 2
     prior: PriorConfig = field(default_factory=PriorConfig)
 
 

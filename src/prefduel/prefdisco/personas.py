@@ -44,7 +44,7 @@ from prefduel.prefdisco.persona_space import (
     PersonaSpace,
     load_persona_space,
 )
-from prefduel.prefdisco.store import read_jsonl, write_jsonl
+from prefduel.prefdisco.store import read_keyed_jsonl, write_jsonl
 
 
 @dataclass(frozen=True)
@@ -454,15 +454,14 @@ def save_personas(path: str | Path, personas: Sequence[Persona]) -> int:
 def load_personas(path: str | Path) -> list[Persona]:
     """Read a persona library written by `save_personas`.
 
+    A line repeating an earlier persona exactly is counted once (with a warning).
+
     Raises:
-        DatasetError: Missing file, malformed line, or duplicate ids (names file and line).
+        DatasetError: Missing file, malformed line, or two personas with one id and other
+            content (names file and both lines).
     """
-    rows = read_jsonl(path, what="persona library")
-    personas = [Persona.from_json(r, where=f"{path}, line {i + 1}") for i, r in enumerate(rows)]
-    ids = [p.id for p in personas]
-    if len(set(ids)) != len(ids):
-        raise DatasetError(f"persona library {path}: duplicate persona ids")
-    return personas
+    rows = read_keyed_jsonl(path, ("id",), what="persona library")
+    return [Persona.from_json(r, where=f"{path}, line {n}") for n, r in rows]
 
 
 def big_five_distance(a: Persona, b: Persona) -> float:

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from prefduel.core.outputs import output_dir, output_file
 from prefduel.llm.client import run_sync
 from prefduel.llm.concurrency import each
 from prefduel.llm.request import Completer
@@ -65,6 +66,7 @@ from prefduel.prefdisco.clients import (
     RoleClients,
     clients_from_config,
     default_handlers,
+    output_files,
 )
 from prefduel.prefdisco.config import PrefDiscoConfig, RunConfig
 from prefduel.prefdisco.dataset import (
@@ -87,7 +89,7 @@ from prefduel.prefdisco.episodes import (
     run_episode,
     settings_digest,
 )
-from prefduel.prefdisco.errors import ConfigError, EpisodeError
+from prefduel.prefdisco.errors import ConfigError, DatasetError, EpisodeError
 from prefduel.prefdisco.estimate import estimate_run
 from prefduel.prefdisco.interviewer import run_interview
 from prefduel.prefdisco.judging import JudgeContext, score_transcript
@@ -106,7 +108,8 @@ from prefduel.prefdisco.study import (
     episode_settings,
     interview_prior,
     money,
-    read_rows,
+    read_scores,
+    read_transcripts,
     write_rows,
 )
 from prefduel.prefdisco.taxonomy import load_taxonomy
@@ -153,6 +156,7 @@ def generate_dataset(
     gen = config.generate
     if (gen.enrich or gen.refine_rubrics) and clients is None:
         raise ConfigError("generate: enrich / refine_rubrics need LLM clients")
+    output_dir(folder, "dataset folder", DatasetError)
     parts = sample_dataset(gen)
     if clients is not None and (gen.enrich or gen.refine_rubrics):
         run_sync(_llm_parts(parts, config, clients))
@@ -165,7 +169,9 @@ def generate_from_config(config: PrefDiscoConfig, folder: str | Path) -> Generat
     for ``enrich`` / ``refine_rubrics``; the cache and call log default to ``folder``)."""
     gen = config.generate
     clients = None
-    if gen.enrich or gen.refine_rubrics:
+    llm = gen.enrich or gen.refine_rubrics
+    check_outputs(config, folder, "dataset folder", ("generate",) if llm else ())
+    if llm:
         handlers = default_handlers(load_taxonomy(gen.taxonomy), load_task_sources(gen))
         clients = clients_from_config(config, folder, handlers=handlers, groups=("generate",))
     try:
@@ -173,6 +179,21 @@ def generate_from_config(config: PrefDiscoConfig, folder: str | Path) -> Generat
     finally:
         if clients is not None:
             clients.close()
+
+
+def check_outputs(
+    config: PrefDiscoConfig, folder: str | Path, what: str, groups: tuple[str, ...]
+) -> None:
+    """Check, before any work or call, that the output folder and every answer cache and call
+    log of the clients of ``groups`` can be written.
+
+    Raises:
+        DatasetError: A path is an existing file where a folder is needed (or the reverse), a
+            device, or cannot be created or written (names it and what it is for).
+    """
+    output_dir(folder, what, DatasetError)
+    for path, kind in output_files(config, folder, groups):
+        output_file(path, kind, DatasetError)
 
 
 # -- run -------------------------------------------------------------------------------------
@@ -306,7 +327,7 @@ def _open_run_folder(
 ) -> tuple[Router, dict[str, Any], str, Any]:
     """Resolve the router, check the folder's settings, learn the interviewer's prior (if
     any) and write ``run.json``: (router, router check, settings digest, prior)."""
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out, "run folder", DatasetError)
     router, check = run_sync(_choose_router(dataset, settings, clients))
     conf = episode_settings(dataset, settings, backends_of(clients), router=router.name)
     digest = settings_digest(conf)
@@ -355,8 +376,8 @@ def run_study(
     router, check, digest, prior = _open_run_folder(dataset, settings, clients, out)
     keys = episode_keys(dataset, settings)
     stored = (
-        read_rows(out / "transcripts.jsonl", "transcript file", digest),
-        read_rows(out / "scores.jsonl", "score file", digest),
+        read_transcripts(out / "transcripts.jsonl", digest),
+        read_scores(out / "scores.jsonl", digest),
     )
     episodes = _episodes(dataset, settings, clients, router, stored, digest, prior)
     todo = [k for k in keys if k.id not in episodes.scores]
@@ -387,6 +408,7 @@ def run_from_config(
     """`run_study` with the clients the config asks for (scripted handlers of the dataset for
     groups on the scripted backend) and a progress bar on stderr (made at the first finished
     episode, so a finished study shows none)."""
+    check_outputs(config, folder, "run folder", run_groups(config))
     handlers = default_handlers(dataset.taxonomy, list(dataset.tasks.values()))
     clients = clients_from_config(config, folder, handlers=handlers, groups=run_groups(config))
     bar = ProgressBar("prefdisco", "episode", enabled=progress)
@@ -413,6 +435,7 @@ __all__ = [
     "Progress",
     "RoleClients",
     "RunSummary",
+    "check_outputs",
     "clients_from_config",
     "data_digest",
     "default_handlers",

@@ -36,7 +36,7 @@ import numpy as np
 from prefduel.core.rng import stream
 from prefduel.prefdisco.errors import DatasetError, TaxonomyError
 from prefduel.prefdisco.personas import Persona, PersonaSpace, trait_vector
-from prefduel.prefdisco.store import read_jsonl, write_jsonl
+from prefduel.prefdisco.store import read_keyed_jsonl, write_jsonl
 from prefduel.prefdisco.tasks import Task
 from prefduel.prefdisco.taxonomy import Attribute, Taxonomy
 
@@ -330,20 +330,20 @@ def save_profiles(path: str | Path, profiles: Sequence[PreferenceProfile]) -> in
 def load_profiles(path: str | Path, taxonomy: Taxonomy) -> list[PreferenceProfile]:
     """Read profiles, re-checking Σw = 1 and every id against ``taxonomy``.
 
+    A line repeating an earlier profile exactly is counted once (with a warning).
+
     Raises:
-        DatasetError: Malformed line, unknown attribute or value, duplicate pair (names line).
+        DatasetError: Malformed line, unknown attribute or value, or two profiles of one
+            (persona, task) with other content (names file and both lines).
     """
     profiles = []
-    seen: set[tuple[str, str]] = set()
-    for i, row in enumerate(read_jsonl(path, what="preference file"), start=1):
-        where = f"{path}, line {i}"
+    keyed = read_keyed_jsonl(path, ("persona_id", "task_id"), what="preference file")
+    for number, row in keyed:
+        where = f"{path}, line {number}"
         profile = PreferenceProfile.from_json(row, where=where)
         try:
             profile.check(taxonomy)
         except TaxonomyError as exc:
             raise DatasetError(f"{where}: {exc}") from None
-        if profile.key in seen:
-            raise DatasetError(f"{where}: duplicate profile for {profile.key}")
-        seen.add(profile.key)
         profiles.append(profile)
     return profiles

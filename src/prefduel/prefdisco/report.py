@@ -52,7 +52,8 @@ from prefduel.prefdisco.report_render import (
     render_markdown,
     write_report,
 )
-from prefduel.prefdisco.store import read_json, read_jsonl
+from prefduel.prefdisco.score_rows import check_run_record, load_scores
+from prefduel.prefdisco.store import read_json
 
 REPORT_FORMAT = "prefduel/prefdisco-report/1"
 
@@ -60,12 +61,17 @@ REPORT_FORMAT = "prefduel/prefdisco-report/1"
 def load_run(folder: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score rows and run settings of a run folder.
 
+    Every row is checked (`prefduel.prefdisco.score_rows.load_scores`: types, ranges, PrefAlign
+    against the judge scores, one row per episode, the settings digest of ``run.json``).
+
     Raises:
-        DatasetError: ``scores.jsonl`` or ``run.json`` is missing or malformed.
+        DatasetError: ``scores.jsonl`` or ``run.json`` is missing or malformed (names file
+            and line).
     """
     root = Path(folder)
-    run = read_json(root / "run.json", what="run settings")
-    rows = read_jsonl(root / "scores.jsonl", what="score file", allow_torn_tail=True)
+    where = root / "run.json"
+    run = check_run_record(read_json(where, what="run settings"), f"run settings {where}")
+    rows = load_scores(root / "scores.jsonl", digest=run.get("digest"))
     if not rows:
         raise DatasetError(f"{root / 'scores.jsonl'} has no scored episodes; run prefdisco run")
     return rows, run

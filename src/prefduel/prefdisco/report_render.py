@@ -36,6 +36,7 @@ from prefduel.core.document import (
 )
 from prefduel.core.document_html import to_html
 from prefduel.core.document_text import to_markdown
+from prefduel.core.outputs import output_dir, output_file
 from prefduel.prefdisco.errors import DatasetError
 from prefduel.prefdisco.report_figures import norm_align_bars, questions_scatter
 from prefduel.prefdisco.report_text import (
@@ -366,6 +367,21 @@ def _write_text(path: Path, text: str) -> None:
         raise DatasetError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
+def report_paths(folder: str | Path) -> dict[str, Path]:
+    """Kind (``json``, ``md``, ``html``) -> path of the report files in ``folder``, each
+    checked writable (the folder and its figures folder created), before anything is built.
+
+    Raises:
+        DatasetError: The folder or a file cannot be written (names it).
+    """
+    out = output_dir(folder, "report folder", DatasetError)
+    output_dir(out / FIGURES_DIR, "figures folder", DatasetError)
+    paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
+    for kind, path in paths.items():
+        output_file(path, f"report file ({kind})", DatasetError)
+    return paths
+
+
 def write_report(report: Mapping[str, Any], folder: str | Path) -> dict[str, Path]:
     """Write ``report.json``, ``report.md``, ``report.html`` and ``figures/*.svg`` into
     ``folder``.
@@ -377,7 +393,7 @@ def write_report(report: Mapping[str, Any], folder: str | Path) -> dict[str, Pat
         DatasetError: A file cannot be written.
     """
     out = Path(folder)
-    paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
+    paths = report_paths(out)
     write_json(paths["json"], report)
     document = build_document(report)
     for section in document.sections:
@@ -400,6 +416,7 @@ __all__ = [
     "norm_align_text",
     "render_html",
     "render_markdown",
+    "report_paths",
     "router_text",
     "share",
     "stops_text",

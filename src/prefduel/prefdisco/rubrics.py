@@ -26,7 +26,7 @@ from typing import Any
 from prefduel.llm.request import Completer, LLMRequest
 from prefduel.prefdisco import prompts
 from prefduel.prefdisco.errors import DatasetError, EpisodeError, TaxonomyError
-from prefduel.prefdisco.store import read_jsonl, write_jsonl
+from prefduel.prefdisco.store import read_keyed_jsonl, write_jsonl
 from prefduel.prefdisco.taxonomy import Attribute, Taxonomy
 
 SCORES = (1, 2, 3, 4, 5)
@@ -260,18 +260,19 @@ def save_rubrics(path: str | Path, rubrics: Mapping[tuple[str, str], Rubric]) ->
 def load_rubrics(path: str | Path, taxonomy: Taxonomy) -> dict[tuple[str, str], Rubric]:
     """Read rubrics written by `save_rubrics`, checked against ``taxonomy``.
 
+    A line repeating an earlier rubric exactly is counted once (with a warning).
+
     Raises:
-        DatasetError: Malformed line, unknown attribute/value, or a duplicate (names the line).
+        DatasetError: Malformed line, unknown attribute/value, or two rubrics of one
+            (attribute, value) with other content (names file and both lines).
     """
     out: dict[tuple[str, str], Rubric] = {}
-    for i, row in enumerate(read_jsonl(path, what="rubric file"), start=1):
-        where = f"{path}, line {i}"
+    for number, row in read_keyed_jsonl(path, ("attribute", "value"), what="rubric file"):
+        where = f"{path}, line {number}"
         rubric = Rubric.from_json(row, where=where)
         try:
             taxonomy.check_value(*rubric.key)
         except TaxonomyError as exc:
             raise DatasetError(f"{where}: {exc}") from None
-        if rubric.key in out:
-            raise DatasetError(f"{where}: duplicate rubric {rubric.key}")
         out[rubric.key] = rubric
     return out

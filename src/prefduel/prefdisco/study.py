@@ -11,8 +11,8 @@
     llm-calls.jsonl    the call log
 
 `episode_settings` are what an episode's requests depend on; their digest ties the rows to the
-folder (`check_run_folder`, `read_rows`). `write_rows` rewrites the rows in canonical order at
-the end of a run, so the same config gives byte-identical files.
+folder (`check_run_folder`, `read_scores`, `read_transcripts`). `write_rows` rewrites the rows
+in canonical order at the end of a run, so the same config gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from prefduel.prefdisco import prompts
 from prefduel.prefdisco.clients import RoleClients
 from prefduel.prefdisco.config import RunConfig
 from prefduel.prefdisco.dataset import Dataset
-from prefduel.prefdisco.episodes import EpisodeKey, settings_digest
+from prefduel.prefdisco.episodes import EpisodeKey, Transcript, settings_digest
 from prefduel.prefdisco.errors import DatasetError
 from prefduel.prefdisco.interview_prior import (
     InterviewPrior,
@@ -36,7 +36,8 @@ from prefduel.prefdisco.interview_prior import (
     save_prior,
 )
 from prefduel.prefdisco.personas import load_persona_space
-from prefduel.prefdisco.store import read_json, read_jsonl, write_jsonl
+from prefduel.prefdisco.score_rows import load_scores
+from prefduel.prefdisco.store import read_json, read_keyed_jsonl, write_jsonl
 
 RUN_FORMAT = "prefduel/prefdisco-run/1"
 PRIOR_FILE = "interview-prior.json"
@@ -217,17 +218,40 @@ def check_run_folder(out: Path, settings: dict[str, Any]) -> None:
         )
 
 
-def read_rows(path: Path, what: str, digest: str) -> dict[str, dict[str, Any]]:
+def read_scores(path: Path, digest: str) -> dict[str, dict[str, Any]]:
+    """Episode id -> score row of a run folder's score file (every row checked,
+    `prefduel.prefdisco.score_rows.load_scores`; none if the file does not exist yet)."""
+    if not path.exists():
+        return {}
+    return {row["episode_id"]: row for row in load_scores(path, digest=digest)}
+
+
+def read_transcripts(path: Path, digest: str) -> dict[str, dict[str, Any]]:
+    """Episode id -> transcript row of a run folder's transcript file (each row rebuilt as a
+    `Transcript` to check it, one row per episode; none if the file does not exist yet).
+
+    Raises:
+        DatasetError: A malformed row, a row of other settings, or two rows of one episode
+            with other content (names file and line).
+    """
     if not path.exists():
         return {}
     rows = {}
-    for row in read_jsonl(path, what=what, allow_torn_tail=True):
-        if row.get("settings") != digest:
+    what = "transcript file"
+    for number, row in read_keyed_jsonl(path, ("episode_id",), what=what, allow_torn_tail=True):
+        where = f"{what} {path}, line {number}"
+        transcript = Transcript.from_json(row, where=where)
+        if transcript.key.id != row["episode_id"]:
             raise DatasetError(
-                f"{path}: episode {row.get('episode_id')} was made with settings "
-                f"{row.get('settings')}, not {digest}; use another run folder"
+                f"{where}: episode_id {row['episode_id']!r} is not its model, condition, "
+                f"persona and task ({transcript.key.id!r})"
             )
-        rows[str(row["episode_id"])] = row
+        if transcript.settings != digest:
+            raise DatasetError(
+                f"{where}: episode {row['episode_id']} was made with settings "
+                f"{transcript.settings}, not {digest}; use another run folder"
+            )
+        rows[row["episode_id"]] = row
     return rows
 
 
@@ -280,7 +304,8 @@ __all__ = [
     "episode_settings",
     "interview_prior",
     "money",
-    "read_rows",
+    "read_scores",
+    "read_transcripts",
     "uses_interviewer",
     "write_rows",
 ]
