@@ -16,6 +16,7 @@ Students may also be TutorSim's template students: ``students: {template: 20, qu
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,13 @@ def _top_level(doc: Any, key: str, source: str) -> tuple[Any, str, str]:
     return doc[key], source, key
 
 
+@functools.cache
+def _packaged_file(file: str) -> Any:
+    """A packaged file, parsed once per process (a config reads several; the parsed entries
+    are only read: they are validated into frozen entries)."""
+    return read_data_file(file)
+
+
 def _packaged(name: str, builtin: Any, where: Where) -> tuple[Any, str, str]:
     """Entries, their source and path, from a packaged file."""
     pools = PACKAGED_FILES[name]
@@ -125,7 +133,7 @@ def _packaged(name: str, builtin: Any, where: Where) -> tuple[Any, str, str]:
         message = f"expected one of {sorted(pools)} (or 'builtin'), got {builtin!r}"
         raise where.error(f"{name}.builtin", message)
     file, key = pools[pool]
-    return _top_level(read_data_file(file), key, f"prefduel/worlds/data/{file}")
+    return _top_level(_packaged_file(file), key, f"prefduel/worlds/data/{file}")
 
 
 def _from_file(name: str, file: str, where: Where) -> tuple[Any, str, str]:
