@@ -106,3 +106,25 @@ def test_command_line_sizes_are_bounded(tmp_path, monkeypatch, capsys, flag, wor
     assert main(["datagen", str(config), "--dry-run", *flag]) == 2
     err = capsys.readouterr().err
     assert err.startswith("prefduel: error: ") and words in err and "Traceback" not in err
+
+
+LONG = "x" * 20_001
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"personas": [{"id": "a", "prompt": LONG}, {"id": "b", "prompt": "B."}]},
+         "personas[0].prompt"),
+        ({"students": [{"id": "s", "description": LONG}]}, "students[0].description"),
+        ({"topics": [{"id": "t", "name": "T", "chains": [{"concept": LONG}, "c"]}]},
+         "topics[0].chains[0].concept"),
+        ({"prompts": {"judge_system": "{student}" + LONG[9:]}}, "prompts.judge_system"),
+    ],
+)
+def test_every_text_of_a_prompt_is_bounded(change, field):
+    """A judge request holds a template, a description and two answers, and thousands of
+    requests are built at once: a text of megabytes would take gigabytes."""
+    message = _error({**tiny_mapping(), **change})
+    assert message.startswith(f"sizes.yaml: {field}: ")
+    assert "20,001 characters; at most 20,000" in message

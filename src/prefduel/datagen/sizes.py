@@ -2,13 +2,17 @@
 
 Each setting has its own bound (`prefduel.datagen.config_file`); the products of several are
 bounded here: the judge calls of a run (students x questions x persona pairs x 4 judge
-configurations x samples: the table of picks has one byte per call, and every call costs) and
-the memory of the world it builds (arrivals x rounds x personas).
+configurations x samples: the table of picks has one byte per call, and every call costs), the
+memory of the world it builds (arrivals x rounds x personas), and the length of every text that
+goes into a prompt (thousands of requests are built at once, each with a template, a
+description and two answers).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS
 
@@ -21,6 +25,11 @@ MAX_JUDGE_CALLS = 10_000_000
 #: Most bytes the generated world may take in memory: about what a TutorSim world of 100,000
 #: arrivals of 24 rounds with 6 personas takes (1.7 GB).
 MAX_WORLD_BYTES = 2_000_000_000
+#: Most characters of one text of a prompt (a template, a persona's prompt, a student's
+#: description, a topic's concept...): about 5,000 tokens.
+MAX_TEXT = 20_000
+#: The config's collections, by field name (their entries' texts go into prompts).
+COLLECTIONS = ("style", "personas", "kinds", "cues", "topics", "quirks", "students")
 
 
 def judge_calls(config: DatagenConfig) -> int:
@@ -38,12 +47,41 @@ def world_bytes(arrivals: int, rounds: int, personas: int) -> int:
     return 8 * arrivals * (rounds * (2 * k * k + 2 * k + 2) + 1)
 
 
+def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """``(path, text)`` of every string inside entries, tuples and lists."""
+    if isinstance(value, str):
+        yield path, value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _texts(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, tuple | list):
+        for i, item in enumerate(value):
+            yield from _texts(item, f"{path}[{i}]")
+
+
+def check_texts(config: DatagenConfig, where: Where) -> None:
+    """Refuse a text of a prompt longer than `MAX_TEXT` characters.
+
+    Raises:
+        DatagenConfigError: Naming the file and the entry's field.
+    """
+    texts = [(f"prompts.{name}", text) for name, text in config.templates.to_json().items()]
+    for name in COLLECTIONS:
+        texts += _texts(getattr(config, name), name)
+    for path, text in texts:
+        if len(text) > MAX_TEXT:
+            message = f"{len(text):,} characters; at most {MAX_TEXT:,} (a text of a prompt)"
+            raise where.error(path, message)
+
+
 def check_sizes(config: DatagenConfig, where: Where) -> None:
-    """Refuse a config whose run or world would not fit (`MAX_JUDGE_CALLS`, `MAX_WORLD_BYTES`).
+    """Refuse a config whose run or world would not fit (`MAX_JUDGE_CALLS`, `MAX_WORLD_BYTES`)
+    or with a text too long for a prompt (`check_texts`).
 
     Raises:
         DatagenConfigError: Naming the file, what is too large and its factors.
     """
+    check_texts(config, where)
     calls = judge_calls(config)
     if calls > MAX_JUDGE_CALLS:
         raise where.error(
@@ -63,4 +101,12 @@ def check_sizes(config: DatagenConfig, where: Where) -> None:
         )
 
 
-__all__ = ["MAX_JUDGE_CALLS", "MAX_WORLD_BYTES", "check_sizes", "judge_calls", "world_bytes"]
+__all__ = [
+    "MAX_JUDGE_CALLS",
+    "MAX_TEXT",
+    "MAX_WORLD_BYTES",
+    "check_sizes",
+    "check_texts",
+    "judge_calls",
+    "world_bytes",
+]
