@@ -127,6 +127,15 @@ def test_names_are_escaped_in_html_and_svg_and_slugs_stay_distinct():
     assert "figures/a-b-by-task.svg" in md and "figures/a-b-2-by-task.svg" in md
 
 
+def test_a_model_name_longer_than_a_file_name_still_gets_its_figures(tmp_path):
+    long = "m" * 300
+    report = build_report(_model(long, 3.0, 3.5, 4.0) + _model(long + "x", 3, 3.5, 4), SETTINGS)
+    write_report(report, tmp_path / "out")
+    names = [p.name for p in (tmp_path / "out" / "figures").iterdir()]
+    assert names and all(len(name) <= 120 for name in names)
+    assert len(set(names)) == len(names) == 6  # two models, three figures each, distinct
+
+
 def test_the_report_format_and_public_names_stay_importable_from_report():
     import prefduel.prefdisco as prefdisco
     import prefduel.prefdisco.report as report

@@ -115,9 +115,28 @@ def test_file_level_errors(tmp_path):
     (tmp_path / "x.jsonl").write_text('{"problem": "a", "answer": "1"}\nnot json\n')
     with pytest.raises(TaskFormatError, match=r"x\.jsonl, line 2: not valid JSON"):
         load_tasks(tmp_path / "x.jsonl", "math500")
-    dup = _write(tmp_path / "d.jsonl", [ROWS["generic"] | {"id": "a"}] * 2)
-    with pytest.raises(TaskFormatError, match="duplicate task id 'a'"):
+    other = ROWS["generic"] | {"id": "a", "question": "Another question?"}
+    dup = _write(tmp_path / "d.jsonl", [ROWS["generic"] | {"id": "a"}, other])
+    with pytest.raises(TaskFormatError, match=r"d\.jsonl, line 2: .*'a'.* line 1"):
         load_tasks(dup, "generic")
+
+
+@pytest.mark.parametrize("fmt", ["generic", "math500", "medqa"])
+def test_a_line_repeated_exactly_is_one_task_with_a_warning(tmp_path, fmt):
+    path = _write(tmp_path / "d.jsonl", [ROWS[fmt], ROWS[fmt]])
+    with pytest.warns(UserWarning, match=r"d\.jsonl, line 2: .*line 1.*counted once"):
+        tasks = load_tasks(path, fmt)
+    assert len(tasks) == 1
+
+
+def test_a_task_file_is_read_as_a_stream_up_to_its_limit(tmp_path):
+    path = tmp_path / "big.jsonl"
+    with path.open("w") as handle:
+        handle.write(json.dumps(ROWS["generic"]) + "\n")
+        handle.write("x" * (65 * 2**20) + "\n")  # past the limit: never read
+    assert len(load_tasks(path, "generic", limit=1)) == 1
+    with pytest.raises(TaskFormatError, match=r"big\.jsonl, line 2: longer than"):
+        load_tasks(path, "generic")
 
 
 def test_builtin_set():
@@ -131,3 +150,13 @@ def test_builtin_set():
         "social",
         "science",
     }
+
+
+def test_a_labels_file_that_is_not_text_or_too_large_is_a_named_error(tmp_path):
+    path = _write(tmp_path / "s.jsonl", [ROWS["socialiqa"]])
+    labels = tmp_path / "labels.lst"
+    labels.write_bytes(b"\xff\xfe1\n")
+    with pytest.raises(TaskFormatError, match=r"labels\.lst"):
+        load_tasks(path, "socialiqa", labels=labels)
+    with pytest.raises(TaskFormatError, match="not a regular file"):
+        load_tasks(path, "socialiqa", labels="/dev/zero")

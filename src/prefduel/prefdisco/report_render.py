@@ -277,11 +277,13 @@ def _model_sections(
 
 
 def _slugs(names: Sequence[str]) -> list[str]:
-    """File-name-safe, distinct (also on case-insensitive file systems) slugs of model names."""
+    """File-name-safe, distinct (also on case-insensitive file systems) slugs of model names,
+    at most 80 characters before a distinguishing suffix."""
     seen: set[str] = set()
     slugs = []
     for name in names:
-        base = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.") or "model"
+        # a file name holds at most 255 bytes: the figure's suffix must still fit
+        base = re.sub(r"[^a-z0-9._-]+", "-", name.lower())[:80].strip("-.") or "model"
         slug, suffix = base, 2
         while slug in seen:
             slug, suffix = f"{base}-{suffix}", suffix + 1

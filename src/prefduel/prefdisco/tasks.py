@@ -31,16 +31,17 @@ commonsense, logic, social, science).
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from prefduel.core.yamlfile import parse_yaml
-from prefduel.prefdisco.errors import TaskFormatError
+from prefduel.prefdisco.errors import DatasetWarning, TaskFormatError
+from prefduel.prefdisco.store import dumps, iter_jsonl
 
 ANSWER_TYPES = ("numeric", "exact", "choice", "free")
 FORMATS = ("math500", "medqa", "commonsenseqa", "logiqa", "socialiqa", "generic")
@@ -315,7 +316,8 @@ def load_tasks(
     limit: int | None = None,
     labels: str | Path | None = None,
 ) -> list[Task]:
-    """Read a JSONL task file in one of the documented shapes.
+    """Read a JSONL task file in one of the documented shapes, as a stream (reading stops at
+    ``limit`` items). A line that repeats an earlier one exactly is one task (with a warning).
 
     Args:
         path: The file.
@@ -331,57 +333,47 @@ def load_tasks(
 
     Raises:
         TaskFormatError: Unknown format, missing file, or a malformed line (names file and
-            line number), duplicate ids, or no domain.
+            line number), two items with one id (names both lines), or no domain.
     """
     if fmt not in _PARSERS:
         raise TaskFormatError(f"task format must be one of {list(FORMATS)}, got {fmt!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise TaskFormatError(f"limit: expected a positive integer, got {limit!r}")
     p = Path(path)
-    lines = _read_lines(p)
     extra_labels = _read_labels(labels) if labels is not None else None
     tasks: list[Task] = []
-    seen: set[str] = set()
-    for item, (where, row) in enumerate(_rows(lines, p)):
+    lines: dict[str, int] = {}  # canonical row -> its first line
+    ids: dict[str, int] = {}  # task id -> its line
+    rows = iter_jsonl(p, what="task file", error=TaskFormatError)
+    for item, (number, row) in enumerate(rows):
+        where = f"{p}, line {number}"
         if extra_labels is not None:
             if item >= len(extra_labels):
                 raise TaskFormatError(f"{labels}: fewer labels ({len(extra_labels)}) than items")
             row = {**row, "label": extra_labels[item]}
+        text = dumps(row)
+        if text in lines:  # an exact repeat (the label included) is one task
+            warnings.warn(
+                f"{where}: the same item as line {lines[text]}; counted once",
+                DatasetWarning,
+                stacklevel=2,
+            )
+            continue
+        lines[text] = number
         fields = _PARSERS[fmt](row, where, item)
         task = _task(fields, fmt, p, where, item, source=source, domain=domain)
-        if task.id in seen:
-            raise TaskFormatError(f"{where}: duplicate task id {task.id!r}")
-        seen.add(task.id)
+        if task.id in ids:
+            raise TaskFormatError(
+                f"{where}: task id {task.id!r} is also on line {ids[task.id]}, with another "
+                "item; give each item its own id"
+            )
+        ids[task.id] = number
         tasks.append(task)
         if limit is not None and len(tasks) >= limit:
             break
     if not tasks:
         raise TaskFormatError(f"task file {p} has no items")
     return tasks
-
-
-def _read_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise TaskFormatError(f"task file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaskFormatError(f"cannot read task file {path}: {exc}") from None
-
-
-def _rows(lines: list[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(where, JSON object)`` of every non-empty line; ``where`` names file and line."""
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}, line {number}"
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise TaskFormatError(f"{where}: not valid JSON ({exc})") from None
-        if not isinstance(row, dict):
-            raise TaskFormatError(f"{where}: expected a JSON object, got {type(row).__name__}")
-        yield where, row
 
 
 def _task(
@@ -423,11 +415,24 @@ def _with_options(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: A larger labels file is not one label per line of a task file.
+MAX_LABELS_BYTES = 16 * 2**20
+
+
 def _read_labels(path: str | Path) -> list[str]:
+    p = Path(path)
     try:
-        return [x.strip() for x in Path(path).read_text(encoding="utf-8").split() if x.strip()]
+        if not p.is_file():
+            raise TaskFormatError(f"labels file {p} is not a regular file (or does not exist)")
+        with p.open("rb") as handle:
+            data = handle.read(MAX_LABELS_BYTES + 1)
+        if len(data) > MAX_LABELS_BYTES:
+            raise TaskFormatError(f"labels file {p} is larger than {MAX_LABELS_BYTES >> 20} MiB")
+        return [x.strip() for x in data.decode("utf-8").split() if x.strip()]
+    except UnicodeDecodeError as exc:
+        raise TaskFormatError(f"labels file {p} is not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
-        raise TaskFormatError(f"cannot read labels file {path}: {exc}") from None
+        raise TaskFormatError(f"cannot read labels file {p}: {exc.strerror or exc}") from None
 
 
 def builtin_tasks() -> list[Task]:
