@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefduel.llm.cachefile import check_cache_file
 from prefduel.llm.errors import CacheError
 from prefduel.llm.prices import PriceTable
 from prefduel.llm.request import LLMRequest, LLMResponse, TokenLogprob, Usage
@@ -44,7 +45,9 @@ SCHEMA_VERSION = "1"
 #: Namespaces whose answers were never billed (their hypothetical cost is 0).
 UNBILLED_NAMESPACES = frozenset({"scripted"})
 
+# one transaction: another process checking the file (`check_cache_file`) sees no table or all
 _SCHEMA = """
+BEGIN IMMEDIATE;
 CREATE TABLE IF NOT EXISTS responses (
     namespace TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -65,6 +68,7 @@ CREATE TABLE IF NOT EXISTS responses (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta VALUES ('schema', '1');
+COMMIT;
 """
 #: Columns added to schema 1 after its first release (added to older files when opened; NULL
 #: in their existing rows).
@@ -214,8 +218,9 @@ class ResponseCache:
         store_requests: Also store each request's canonical JSON (for audits; more disk).
 
     Raises:
-        CacheError: The file cannot be opened, is not a prefduel cache, or is missing
-            and ``create`` is False.
+        CacheError: The file cannot be opened, is not a prefduel cache (checked read-only,
+            before anything is written: `prefduel.llm.cachefile`), or is missing, empty or
+            without tables and ``create`` is False.
     """
 
     def __init__(
@@ -229,27 +234,25 @@ class ResponseCache:
         self.path = Path(path)
         self.store_requests = store_requests
         self._lock = threading.RLock()
-        if not self.path.exists():
-            if not create:
-                raise CacheError(f"cache file {self.path} does not exist")
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise CacheError(
-                    f"cannot create the cache folder {self.path.parent}: {exc.strerror or exc}"
-                ) from None
+        # read-only first: a file that is not a cache is refused before a byte is written
+        check_cache_file(self.path, create=create, schema=SCHEMA_VERSION, timeout=timeout)
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.DatabaseError as exc:
+            raise CacheError(f"cannot open the cache {self.path}: {exc}") from None
+        try:
             self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self._set_wal()
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.executescript(_SCHEMA)
             row = self._db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
         except sqlite3.DatabaseError as exc:
+            self._db.close()
             raise CacheError(f"cannot open the cache {self.path}: {exc}") from None
         if row is None or row[0] != SCHEMA_VERSION:
+            self._db.close()
             raise CacheError(
                 f"cache {self.path} has schema {row[0] if row else None!r}; this prefduel "
                 f"reads schema {SCHEMA_VERSION!r}"
