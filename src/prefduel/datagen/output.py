@@ -10,6 +10,7 @@ the arrivals and assembles the World; `write_outputs` stores it with ``datagen/t
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 
 from prefduel import __version__
 from prefduel.core.btl import pairs_of
+from prefduel.core.outputs import output_dir, output_file
 from prefduel.datagen.aggregate import (
     assemble_world,
     layout,
@@ -64,6 +66,52 @@ class Collected:
     picks: np.ndarray
     probs: np.ndarray | None = None
     fallback: int = 0
+
+
+#: The files a run writes into its world folder (`write_outputs`, `write_incomplete`,
+#: `write_summary`; `World.save`).
+WORLD_FILES = ("world.json", "arrays.npz")
+DATAGEN_FILES = (
+    "summary.json",
+    "tables.npz",
+    "questions.jsonl",
+    "battles.jsonl",
+    "malformed.jsonl",
+    "failures.jsonl",
+)
+
+
+def _check_folder(folder: Path) -> bool:
+    """Check that ``folder`` is a writable folder, or can be created (nothing is created, so an
+    interrupted run leaves no empty world folder); True when it exists."""
+    if os.path.lexists(folder):
+        if not folder.is_dir():
+            raise DatagenError(
+                f"world folder {folder} is an existing file, not a folder; give a folder path"
+            )
+        output_dir(folder, "world folder", DatagenError)  # it exists: a write is only probed
+        return True
+    ancestor = folder.parent
+    while not os.path.lexists(ancestor) and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise DatagenError(f"world folder {folder} cannot be created: {ancestor} is not a folder")
+    output_dir(ancestor, f"world folder {folder} cannot be created: the folder", DatagenError)
+    return False
+
+
+def check_outputs(output: Path) -> None:
+    """Check, before any call, that the world folder and every file a run writes there can be
+    written, so that nothing a run paid for is lost at the end. Nothing is created.
+
+    Raises:
+        DatagenError: Naming the path and why it cannot be written.
+    """
+    for folder, names in ((output, WORLD_FILES), (output / "datagen", DATAGEN_FILES)):
+        if not _check_folder(folder):
+            return  # a new folder holds no file yet
+        for name in names:
+            output_file(folder / name, "world file", DatagenError)
 
 
 def endpoint(client: LLMClient) -> str | None:
@@ -288,8 +336,11 @@ def write_summary(result: DatagenResult) -> None:
 
 
 __all__ = [
+    "DATAGEN_FILES",
+    "WORLD_FILES",
     "Collected",
     "build_world",
+    "check_outputs",
     "endpoint",
     "write_incomplete",
     "write_outputs",

@@ -53,11 +53,12 @@ from pathlib import Path
 from typing import Any
 
 from prefduel.datagen.calls import QuestionSpec, RequestBuilder, answer_formats, question_bank
-from prefduel.datagen.config import DatagenConfig
+from prefduel.datagen.config import DatagenConfig, DatagenError
 from prefduel.datagen.judge import JudgeStage
 from prefduel.datagen.output import (
     Collected,
     build_world,
+    check_outputs,
     endpoint,
     write_incomplete,
     write_outputs,
@@ -345,14 +346,26 @@ def generate(
         The result; ``complete`` is False when calls failed (re-run to resume; with ``write``,
         ``datagen/summary.json`` marked incomplete, ``failures.jsonl`` and ``malformed.jsonl``
         are written, no world).
+
+    Raises:
+        DatagenError: With ``write``, the world folder or one of its files cannot be written
+            (checked before the first call).
+        CacheError: The cache or the call log cannot be used (checked before the first call).
     """
     started = time.perf_counter()
     owned = client is None
     if client is None:
         llm = llm or config.llm
-        client = make_datagen_client(config, llm)
+        client = make_datagen_client(config, llm)  # checks prices, call log and cache
         # the summary records the settings used (command-line flags included), not the file's
         config = dataclasses.replace(config, llm=llm)
+    if write:
+        try:
+            check_outputs(Path(output if output is not None else config.output))
+        except DatagenError:
+            if owned:
+                client.close()
+            raise
     pipeline, data = _collect(config, client, progress=progress, owned=owned)
     engine = pipeline.engine
     result = DatagenResult(

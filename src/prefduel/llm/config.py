@@ -32,11 +32,12 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, Strict
 
+from prefduel.core.outputs import output_file
 from prefduel.core.schema import Integer, Noun, Number, frozen_dataclass, validate
 from prefduel.llm.cache import default_cache_path
 from prefduel.llm.calllog import CallLog
 from prefduel.llm.client import LLMClient
-from prefduel.llm.errors import LLMConfigError
+from prefduel.llm.errors import CacheError, LLMConfigError
 from prefduel.llm.prices import load_prices
 from prefduel.llm.request import Backend
 from prefduel.llm.retry import RetryPolicy
@@ -214,14 +215,28 @@ def make_backend(config: LLMConfig, *, handlers: Mapping[str, Handler] | None = 
 
 
 def make_client(config: LLMConfig, *, handlers: Mapping[str, Handler] | None = None) -> LLMClient:
-    """An `LLMClient` as the config says."""
+    """An `LLMClient` as the config says.
+
+    Everything it reads and writes is checked here, before any call: the price file, the call
+    log (a writable file: `prefduel.core.outputs.output_file`) and the cache (a prefduel cache,
+    or a new one: `prefduel.llm.cachefile`).
+
+    Raises:
+        LLMConfigError: The backend is misconfigured (`make_backend`).
+        PriceTableError: The price file is missing or malformed.
+        CacheError: The call log cannot be written, or the cache path cannot be used.
+    """
+    backend = make_backend(config, handlers=handlers)
+    prices = load_prices(config.prices)
+    if config.call_log:
+        output_file(config.call_log, "call log", CacheError)
     cache = (config.cache or default_cache_path()) if config.use_cache else None
     return LLMClient(
-        make_backend(config, handlers=handlers),
+        backend,
         cache=cache,
         max_connections=config.max_connections,
         retry=RetryPolicy(max_attempts=config.max_attempts),
-        prices=load_prices(config.prices),
+        prices=prices,
         call_log=CallLog(config.call_log) if config.call_log else None,
         budget=config.budget,
     )
