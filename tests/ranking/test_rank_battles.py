@@ -111,6 +111,7 @@ def test_bad_rows_are_counted_never_silently_dropped(tmp_path):
         "self_battle": 1,
         "empty_user": 2,
         "bothbad": 0,
+        "duplicate": 0,
         "rare_model": 0,
     }
     assert battles.notes["missing_time"] == 1 and battles.notes["missing_prompt"] == 1

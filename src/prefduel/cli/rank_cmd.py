@@ -296,8 +296,8 @@ def _input_summary(summary: dict[str, Any]) -> str:
 
 
 def _input_details(summary: dict[str, Any]) -> str:
-    """Lines naming what the row policies found: missing voter ids, excluded models, and
-    both-bad votes (nothing when none was found)."""
+    """Lines naming what the row policies found: missing voter ids, excluded models,
+    duplicate rows and both-bad votes (nothing when none was found)."""
     lines = []
     missing = summary.get("missing_users") or {}
     if missing:
@@ -312,6 +312,7 @@ def _input_details(summary: dict[str, Any]) -> str:
             f"excluded {len(excluded)} model(s) with fewer than {summary['min_model_battles']} "
             f"battles (--min-model-battles; battles in parentheses): {shown}{more}"
         )
+    lines += _duplicate_lines(summary)
     outcomes = summary.get("outcomes") or {}
     skipped_bothbad = summary["skipped"].get("bothbad", 0)
     if outcomes.get("bothbad") or skipped_bothbad:
@@ -325,6 +326,25 @@ def _input_details(summary: dict[str, Any]) -> str:
             f"{outcomes['tie']}, {both}"
         )
     return "".join(line + "\n" for line in lines)
+
+
+def _duplicate_lines(summary: dict[str, Any]) -> list[str]:
+    """What the duplicate rules found (nothing when no row repeats an earlier one)."""
+    lines = []
+    copies = summary["skipped"].get("duplicate", 0)
+    if copies:
+        lines.append(
+            f"duplicates: {copies} exact duplicate rows dropped (same user, models, winner, "
+            "prompt and timestamp as an earlier row; the first is kept)"
+        )
+    untimed = summary["notes"].get("duplicate_untimed", 0)
+    if untimed:
+        lines.append(
+            f"duplicates: {untimed} rows repeat an earlier row without a timestamp (same user, "
+            "models, winner and prompt); kept, since without timestamps a repeated vote cannot "
+            "be told from a copy"
+        )
+    return lines
 
 
 def _summary_text(result: Any) -> str:

@@ -85,11 +85,24 @@ def _read_csv(path: Path, text: str) -> Any:
         raise BattleFormatError(f"{path}: not a readable CSV file: {exc}") from None
 
 
+def _loads(text: str) -> Any:
+    """``json.loads``, with nesting too deep to parse and numbers too long to convert raised as
+    `json.JSONDecodeError` like any other malformed JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("values nest too deeply to read", text, 0) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        if isinstance(exc, json.JSONDecodeError):
+            raise
+        raise json.JSONDecodeError(str(exc), text, 0) from None
+
+
 def _read_json(path: Path, text: str) -> Any:
-    """A JSON list of records, or an object whose ``battles`` is one."""
+    """A JSON list of records, an object whose ``battles`` is one, or an object of columns."""
     pd = _deps.pandas()
     try:
-        data = json.loads(text)
+        data = _loads(text)
     except json.JSONDecodeError as exc:
         raise BattleFormatError(
             f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
@@ -97,16 +110,32 @@ def _read_json(path: Path, text: str) -> Any:
         ) from None
     if isinstance(data, dict) and isinstance(data.get("battles"), list):
         data = data["battles"]
-    if not isinstance(data, list | dict) or (
-        isinstance(data, list) and data and not isinstance(data[0], dict)
-    ):
+    if isinstance(data, dict):  # columns, as pandas' DataFrame.to_json() writes by default
+        try:
+            return pd.DataFrame(data)
+        except (ValueError, TypeError) as exc:
+            raise BattleFormatError(f"{path}: cannot make a table of the JSON: {exc}") from None
+    if not isinstance(data, list):
         raise BattleFormatError(
-            f"{path}: expected a JSON list of records (objects), got {type(data).__name__}"
+            f"{path}: expected a JSON list of records (objects), got {_json_kind(data)}"
         )
+    for number, record in enumerate(data, start=1):
+        if not isinstance(record, dict):
+            raise BattleFormatError(
+                f"{path}: record {number} of the list is {_json_kind(record)}, expected an "
+                "object"
+            )
     try:
-        return pd.DataFrame(data)
-    except ValueError as exc:
+        return pd.DataFrame.from_records(data) if data else pd.DataFrame()
+    except (ValueError, TypeError) as exc:
         raise BattleFormatError(f"{path}: cannot make a table of the JSON: {exc}") from None
+
+
+def _json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in words (``a list``, ``a number``...)."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "true/false",
+             type(None): "null"}
+    return kinds.get(type(value), "a number")
 
 
 def _read_jsonl(path: Path, text: str) -> Any:
@@ -117,14 +146,14 @@ def _read_jsonl(path: Path, text: str) -> Any:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = _loads(line)
         except json.JSONDecodeError as exc:
             raise BattleFormatError(
                 f"{path}: line {number} is not valid JSON ({exc.msg} at column {exc.colno})"
             ) from None
         if not isinstance(record, dict):
             raise BattleFormatError(
-                f"{path}: line {number} is a JSON {type(record).__name__}, expected an object"
+                f"{path}: line {number} is {_json_kind(record)}, expected a JSON object"
             )
         records.append(record)
     return pd.DataFrame.from_records(records)

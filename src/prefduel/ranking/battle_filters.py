@@ -1,18 +1,21 @@
 """The row policies of a battle log that go beyond one row: missing user ids spelled as values
-(``NaN``, ``null``, ...) and models with too few battles to be ranked.
+(``NaN``, ``null``, ...), rows that repeat an earlier row, and models with too few battles to
+be ranked.
 
-Both are settings of `BattleSchema` (``keep_missing_users``, ``min_model_battles``) and are
-applied by `prefduel.ranking.battle_validation`; each row they drop is counted in
-`Battles.skips`, and what they found is listed (`Battles.missing_users`,
-`Battles.excluded_models`).
+The first and last are settings of `BattleSchema` (``keep_missing_users``,
+``min_model_battles``); all three are applied by `prefduel.ranking.battle_validation`. Each row
+they drop is counted in `Battles.skips` (repeats kept are counted in `Battles.notes`), and what
+they found is listed (`Battles.missing_users`, `Battles.excluded_models`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from prefduel.ranking import _deps
 from prefduel.ranking.battle_schema import MISSING_USER_TOKENS
 
 
@@ -104,3 +107,43 @@ def exclude_rare_models(
         dropped += int(hit.sum())
         keep[hit] = False
     return excluded, dropped
+
+
+def duplicate_rows(
+    coded: Any, rows: np.ndarray, time: np.ndarray | None, prompts: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``rows`` repeat an earlier row: same user, ``model_a``, ``model_b``, outcome
+    (both-bad votes apart), prompt and timestamp.
+
+    A repeat with a timestamp is a copy of the same vote (a log written or concatenated
+    twice): it is dropped. Without a timestamp (no time column, or an empty cell), one user
+    voting the same pair the same way twice on the same prompt cannot be told from a copy,
+    so such repeats are kept and only counted.
+
+    Args:
+        coded: The coded rows (``user``, ``a``, ``b``, ``outcome``, ``bothbad``; each
+            ``(n_rows,)``).
+        rows: ``(n,)`` the rows to compare, in file order.
+        time: ``(n,)`` their timestamps (NaN where missing), or None.
+        prompts: ``(n,)`` their prompt texts (None where missing), or None.
+
+    Returns:
+        ``(copies, untimed repeats)``, both ``(n,)`` masks over ``rows`` (the first of each
+        group is in neither).
+    """
+    pd = _deps.pandas()
+    key = pd.DataFrame({
+        "user": coded.user[rows],
+        "a": coded.a[rows],
+        "b": coded.b[rows],
+        "outcome": coded.outcome[rows],
+        "bothbad": coded.bothbad[rows],
+        "time": np.full(rows.size, np.nan) if time is None else time,
+        "prompt": pd.Series(
+            np.full(rows.size, None, dtype=object) if prompts is None else prompts,
+            dtype=object,
+        ),
+    })
+    repeated = key.duplicated(keep="first").to_numpy()
+    timed = ~np.isnan(key["time"].to_numpy())
+    return repeated & timed, repeated & ~timed

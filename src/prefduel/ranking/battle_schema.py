@@ -37,6 +37,7 @@ SKIP_REASONS: tuple[str, ...] = (
     "self_battle",  # model_a == model_b
     "empty_user",  # user id empty, missing, or a MISSING_USER_TOKENS spelling (NaN, null, ...)
     "bothbad",  # a "both bad" vote, dropped under bothbad="skip"
+    "duplicate",  # a copy of an earlier row: same user, models, winner, prompt and timestamp
     "rare_model",  # a model with fewer than min_model_battles battles: all its battles dropped
 )
 #: Rows kept with a caveat.
@@ -45,6 +46,9 @@ NOTE_REASONS: tuple[str, ...] = (
     "missing_time",  # no timestamp: kept, ordered after every timed row (stable)
     "missing_prompt",  # no prompt text: kept for ratings, left out of topic/style features
     "bothbad_as_tie",  # a "both bad" vote, counted as a tie (bothbad="tie")
+    # same user, models, winner and prompt as an earlier row, neither with a timestamp: kept,
+    # since without one a repeated vote cannot be told from a copied row
+    "duplicate_untimed",
 )
 
 

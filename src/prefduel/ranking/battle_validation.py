@@ -8,7 +8,6 @@ caveat under one of `NOTE_REASONS`. The public entry points are in `prefduel.ran
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,16 @@ from typing import Any
 import numpy as np
 
 from prefduel.ranking import _deps
+from prefduel.ranking.battle_cells import (
+    CellError,
+    column_prompts,
+    column_times,
+    name_column,
+    prompt_text,
+    shown,
+)
 from prefduel.ranking.battle_filters import (
+    duplicate_rows,
     exclude_rare_models,
     missing_user_counts,
     spelled_missing,
@@ -58,10 +66,10 @@ def check_columns(frame: Any, schema: BattleSchema, source: str) -> tuple[str | 
         required["--prompt-col"] = schema.prompt
     missing = [f"{col!r} ({flag})" for flag, col in required.items() if col not in frame.columns]
     if missing:
-        shown = ", ".join(repr(c) for c in have[:40]) + (" ..." if len(have) > 40 else "")
+        listed = ", ".join(shown(c) for c in have[:40]) + (" ..." if len(have) > 40 else "")
         raise BattleFormatError(
             f"{source}: missing column(s) {', '.join(missing)}; the table has "
-            f"{len(have)} column(s): {shown or '(none)'}; name the right columns with the "
+            f"{len(have)} column(s): {listed or '(none)'}; name the right columns with the "
             "options in parentheses"
         )
     time_col = (
@@ -111,20 +119,20 @@ def _cleaned(uniques: Any, policy: str, what: str, source: str, codes: np.ndarra
 
 
 def _factor(
-    columns: Sequence[Any], policy: str, what: str, source: str
+    columns: Sequence[tuple[str, Any]], policy: str, what: str, source: str
 ) -> tuple[list[np.ndarray], list[str], list[np.ndarray]]:
-    """Codes of one or more columns into one sorted list of cleaned names.
+    """Codes of one or more ``(name, column)`` into one sorted list of cleaned names.
 
-    Values are stripped; blank and missing values get code -1. Works on pandas Series (fast on
-    Arrow strings) and NumPy arrays alike.
+    Every cell must be a name (`name_column`). Values are stripped; blank and missing values
+    get code -1. Works on pandas Series (fast on Arrow strings) and NumPy arrays alike.
 
     Returns:
         ``(codes per column, names, bad-bytes flag per row per column)``.
     """
     pd = _deps.pandas()
     factored, texts = [], []
-    for col in columns:
-        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    for name, col in columns:
+        codes, uniques = pd.factorize(name_column(col, name, source), use_na_sentinel=True)
         cleaned, bad = _cleaned(uniques, policy, what, source, codes)
         factored.append((codes, cleaned, bad))
         texts.extend(t for t in cleaned if t is not None)
@@ -198,17 +206,71 @@ def validate_columns(
     if n_rows == 0:
         raise BattleFormatError(f"{source}: no battles (the table has no rows)")
     coded = _code_rows(columns, n_rows, schema, policy, source)
-    keep, missing_users, excluded = _usable_rows(coded, schema, policy, source, skips, notes)
+    keep, missing_users = _usable_rows(coded, schema, policy, source, skips, notes)
+    rows = np.flatnonzero(keep)
+    time = None if time_col is None else column_times(columns[time_col], rows, time_col, source)
+    prompts, repaired = None, np.zeros(rows.size, dtype=bool)
+    if prompt_col is not None:
+        texts, repaired = column_prompts(columns[prompt_col], rows, prompt_col, source, policy)
+        prompts = np.array(texts, dtype=object)
+    copies, untimed = duplicate_rows(coded, rows, time, prompts)
+    skips["duplicate"] += int(copies.sum())
+    keep[rows[copies]] = False
+    excluded, skips["rare_model"] = exclude_rare_models(
+        coded.a, coded.b, keep, coded.models, schema.min_model_battles
+    )
     if not keep.any():
         raise _nothing_usable_error(source, n_read, skips)
+    kept = keep[rows]  # which of ``rows`` are still kept
+    notes["bothbad_as_tie"] += int(np.sum(coded.bothbad[rows[kept]]))
+    notes["duplicate_untimed"] += int(np.sum(untimed & kept))
+    notes["non_utf8_repaired"] += int(np.sum(repaired & kept))
+    rows, time, prompts = _kept_in_time_order(rows, kept, time, prompts, notes)
+    return _battles(coded, rows, time, prompts, skips, notes, source, n_read,
+                    dataclasses.replace(schema, time=time_col, prompt=prompt_col),
+                    missing_users, excluded)
 
-    rows = np.flatnonzero(keep)
-    time = None
-    if time_col is not None:
-        rows, time = _in_time_order(columns[time_col], rows, time_col, source, notes)
-    prompts = None
-    if prompt_col is not None:
-        prompts = _prompts(columns[prompt_col], rows, policy, source, notes)
+
+def _kept_in_time_order(
+    rows: np.ndarray,
+    kept: np.ndarray,
+    time: np.ndarray | None,
+    prompts: np.ndarray | None,
+    notes: dict[str, int],
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The ``kept`` of ``rows`` with their times and prompts (``""`` where missing), sorted by
+    time (stable; rows without a time last); the rows without a prompt or a time are counted
+    in ``notes``."""
+    rows = rows[kept]
+    if prompts is not None:
+        prompts = prompts[kept]
+        missing = np.array([p is None for p in prompts], dtype=bool)
+        notes["missing_prompt"] += int(missing.sum())
+        prompts[missing] = ""
+    if time is not None:
+        time = time[kept]
+        notes["missing_time"] += int(np.isnan(time).sum())
+        order = np.argsort(np.where(np.isnan(time), np.inf, time), kind="stable")
+        rows, time = rows[order], time[order]
+        prompts = None if prompts is None else prompts[order]
+    return rows, time, prompts
+
+
+def _battles(
+    coded: _CodedRows,
+    rows: np.ndarray,
+    time: np.ndarray | None,
+    prompts: np.ndarray | None,
+    skips: dict[str, int],
+    notes: dict[str, int],
+    source: str,
+    n_read: int,
+    schema: BattleSchema,
+    missing_users: dict[str, int],
+    excluded: dict[str, int],
+) -> Battles:
+    """The `Battles` of the kept ``rows`` (in their final order), models and users re-indexed
+    on them; ``schema`` names the time and prompt columns actually read."""
     models, model_of, users, user_of = _used_only(coded, rows)
     return Battles(
         models=models,
@@ -223,8 +285,7 @@ def validate_columns(
         notes=notes,
         n_rows=n_read,
         source=source,
-        # the columns actually read, also those found without an option (tstamp, conversation_a)
-        schema=dataclasses.replace(schema, time=time_col, prompt=prompt_col),
+        schema=schema,
         missing_users=missing_users,
         excluded_models=excluded,
     )
@@ -280,15 +341,17 @@ def _code_rows(
     columns: dict[str, Any], n_rows: int, schema: BattleSchema, policy: str, source: str
 ) -> _CodedRows:
     """Factor the model, user and winner columns into codes (see `_CodedRows`)."""
-    (a, b), models, (bad_a, bad_b) = _factor(
-        [columns[schema.model_a], columns[schema.model_b]], policy, "a model name", source
-    )
+    models_in = [(name, columns[name]) for name in (schema.model_a, schema.model_b)]
+    (a, b), models, (bad_a, bad_b) = _factor(models_in, policy, "a model name", source)
     if columns.get(schema.user) is None:  # battles_from_arrays without users
         user, users, bad_user = np.zeros(n_rows, np.int64), ["all"], np.zeros(n_rows, bool)
     else:
-        (user,), users, (bad_user,) = _factor([columns[schema.user]], policy, "the user id", source)
+        (user,), users, (bad_user,) = _factor(
+            [(schema.user, columns[schema.user])], policy, "the user id", source
+        )
     user, spelling = spelled_missing(user, users, schema.keep_missing_users)
-    outcome, unknown, bothbad = _winner_codes(columns[schema.winner], schema)
+    winners = name_column(columns[schema.winner], schema.winner, source)
+    outcome, unknown, bothbad = _winner_codes(winners, schema)
     return _CodedRows(
         a, b, models, user, users, spelling, outcome, unknown, bothbad, bad_a | bad_b | bad_user
     )
@@ -301,14 +364,14 @@ def _usable_rows(
     source: str,
     skips: dict[str, int],
     notes: dict[str, int],
-) -> tuple[np.ndarray, dict[str, int], dict[str, int]]:
-    """``(n_rows,)`` mask of the rows kept; each dropped row counted once in ``skips``, under
-    the first reason of `SKIP_REASONS` that applies (``skips`` and ``notes`` are updated).
-    Models with too few battles go last (`exclude_rare_models`), on the rows left.
+) -> tuple[np.ndarray, dict[str, int]]:
+    """``(n_rows,)`` mask of the rows that pass every check of one row; each dropped row
+    counted once in ``skips``, under the first reason of `SKIP_REASONS` that applies
+    (``skips`` and ``notes`` are updated). Duplicates and rare models are looked for next, on
+    the rows left.
 
     Returns:
-        ``(kept rows, rows skipped for a missing user id by how the id was written, excluded
-        models with their battles)``.
+        ``(kept rows, rows skipped for a missing user id by how the id was written)``.
 
     Raises:
         BattleFormatError: unknown winner labels while ``schema.unknown_winner == "error"``.
@@ -338,11 +401,7 @@ def _usable_rows(
     no_user = drop("empty_user", coded.user < 0)
     if schema.bothbad == "skip":
         drop("bothbad", coded.bothbad)
-    excluded, skips["rare_model"] = exclude_rare_models(
-        a, b, keep, coded.models, schema.min_model_battles
-    )
-    notes["bothbad_as_tie"] += int(np.sum(keep & coded.bothbad))
-    return keep, missing_user_counts(no_user, coded.user_spelling, coded.users), excluded
+    return keep, missing_user_counts(no_user, coded.user_spelling, coded.users)
 
 
 def _unknown_winner_error(
@@ -350,7 +409,9 @@ def _unknown_winner_error(
 ) -> BattleFormatError:
     """The error naming the unknown labels, the first such row and the options."""
     first = int(np.flatnonzero(rows)[0])
-    labels = ", ".join(f"{k!r} ({v} rows)" for k, v in sorted(unknown.items()))
+    labels = ", ".join(f"{shown(k)} ({v} rows)" for k, v in sorted(unknown.items())[:10])
+    if len(unknown) > 10:
+        labels += f" and {len(unknown) - 10} more"
     expected = [*schema.label_a, *schema.label_b, *schema.label_tie, *schema.label_bothbad]
     return BattleFormatError(
         f"{source}: unknown winner label(s) in column {schema.winner!r}: {labels}; "
@@ -383,110 +444,19 @@ def _used_only(
     return models, model_map, tuple(coded.users[i] for i in used_users), user_map
 
 
-def _take(column: Any, rows: np.ndarray) -> Any:
-    """``column[rows]`` as a pandas Series (column: Series or array)."""
-    pd = _deps.pandas()
-    if isinstance(column, pd.Series):
-        return column.iloc[rows].reset_index(drop=True)
-    return pd.Series(np.asarray(column)[rows])
-
-
-def _in_time_order(
-    values: Any, rows: np.ndarray, column: str, source: str, notes: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The kept ``rows`` sorted by time (stable; rows without a time last) and their times,
-    both ``(n,)``; rows without a time are counted in ``notes["missing_time"]``."""
-    time = _times(values, rows, column, source)
-    notes["missing_time"] += int(np.isnan(time).sum())
-    order = np.argsort(np.where(np.isnan(time), np.inf, time), kind="stable")
-    return rows[order], time[order]
-
-
-def _times(values: Any, rows: np.ndarray, column: str, source: str) -> np.ndarray:
-    """Timestamps in seconds of the kept rows (NaN where missing)."""
-    pd = _deps.pandas()
-    raw = _take(values, rows)
-    numeric = pd.to_numeric(raw, errors="coerce")
-    values = np.array(numeric, dtype=float)  # a writable copy
-    present = np.asarray(raw.notna()) & np.asarray(
-        raw.map(lambda v: not (isinstance(v, str) and not v.strip()))
-    )
-    unparsed = present & np.isnan(values)
-    if unparsed.any():
-        dates = pd.to_datetime(raw[unparsed], errors="coerce", utc=True, format="mixed")
-        seconds = (dates - pd.Timestamp("1970-01-01", tz="UTC")) / pd.Timedelta(seconds=1)
-        values[unparsed] = np.asarray(seconds, dtype=float)
-        still = present & np.isnan(values)
-        if still.any():
-            first = int(np.flatnonzero(still)[0])
-            raise BattleFormatError(
-                f"{source}: timestamp {raw.iloc[first]!r} in column {column!r} (data row "
-                f"{int(rows[first]) + 1}) is neither a number nor a date; fix it, or name another "
-                "column with --time-col"
-            )
-    return values
-
-
 def first_user_turn(value: Any) -> Any:
     """The prompt of an Arena conversation: the content of its first user turn.
 
     Accepts a list (or array) of ``{"role", "content"}`` turns, its JSON string, or plain text
-    (returned as is). Content given as a list of parts (``{"type": "text", "text": ...}``) is
-    joined.
+    (returned as is, also when it starts with ``[`` without being a conversation). Content
+    given as a list of parts (``{"type": "text", "text": ...}``) is joined.
+
+    Raises:
+        BattleFormatError: a list that is not a conversation, or content that is not text.
     """
-    if isinstance(value, str):
-        stripped = value.lstrip()
-        if not stripped.startswith("["):
-            return value
-        try:
-            value = json.loads(stripped)
-        except json.JSONDecodeError:
-            return value
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, list | tuple):
-        turns = [t for t in value if isinstance(t, dict)]
-        for turn in turns:
-            if str(turn.get("role", "")).lower() in ("user", "human"):
-                return _content_text(turn.get("content"))
-        return _content_text(turns[0].get("content")) if turns else None
-    return value
-
-
-def _content_text(content: Any) -> Any:
-    if isinstance(content, np.ndarray):
-        content = content.tolist()
-    if isinstance(content, list):
-        parts = [
-            p.get("text", "") if isinstance(p, dict) else str(p)
-            for p in content
-            if not isinstance(p, dict) or p.get("type", "text") == "text"
-        ]
-        return "\n".join(x for x in parts if x)
-    return content
-
-
-def _prompts(
-    column: Any, rows: np.ndarray, policy: str, source: str, notes: dict[str, int]
-) -> np.ndarray:
-    """Prompt texts of the kept rows, ``(n,)`` (``""`` where missing); the rows without a
-    prompt and those with repaired bytes are counted in ``notes``."""
-    values = _take(column, rows).tolist()
-    out = np.empty(len(values), dtype=object)
-    missing = bad_count = 0
-    for i, value in enumerate(values):
-        try:
-            text, bad = _as_text(first_user_turn(value), policy)
-        except UnicodeDecodeError:
-            raise BattleFormatError(
-                f"{source}: the prompt of data row {int(rows[i]) + 1} is not valid UTF-8; pass "
-                "--encoding-errors replace"
-            ) from None
-        bad_count += bad
-        if text is None:
-            missing += 1
-            text = ""
-        out[i] = text
-    notes["missing_prompt"] += missing
-    notes["non_utf8_repaired"] += bad_count
-    return out
+    if not isinstance(value, str | list | tuple | np.ndarray):
+        return value
+    try:
+        return prompt_text(value)
+    except CellError as exc:
+        raise BattleFormatError(f"not an Arena conversation: {exc.what}") from None

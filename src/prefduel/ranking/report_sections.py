@@ -41,11 +41,18 @@ _SKIP_TEXT = {
     "unknown_winner": "unknown winner label (--unknown-winner skip)",
     "self_battle": "self-battle (model_a == model_b)",
     "empty_user": "user id missing or empty",
+    "bothbad": "both-bad vote (--bothbad skip)",
+    "duplicate": "copy of an earlier row: same user, models, winner, prompt and timestamp "
+    "(the first kept)",
+    "rare_model": "battle of a model with fewer than --min-model-battles battles",
 }
 _NOTE_TEXT = {
     "non_utf8_repaired": "invalid UTF-8 replaced by U+FFFD (kept)",
     "missing_time": "no timestamp (kept, ordered after timed rows)",
     "missing_prompt": "no prompt text (kept for ratings, not in features)",
+    "bothbad_as_tie": "both-bad vote counted as a tie (--bothbad tie)",
+    "duplicate_untimed": "repeats an earlier row, neither with a timestamp (kept: a repeated "
+    "vote cannot be told from a copy)",
 }
 _MODEL_FLAGS = (("never won", "never_won"), ("never lost", "never_lost"))
 _USER_CAVEATS = {
