@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from prefduel.cli.rank_args import add_rank_parser
 from prefduel.core.errors import SpecError
+from prefduel.core.outputs import output_dir
 
 
 def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
@@ -52,12 +53,42 @@ def command_line(argv_args: argparse.Namespace) -> str:
     return shlex.join(parts)
 
 
+#: The files ``rank`` writes into ``--out`` (and ``figures/``, a folder).
+_OUTPUT_FILES = (
+    "report.json",
+    "report.md",
+    "report.html",
+    "models.csv",
+    "users.csv",
+    "user_models.csv",
+    "user_models.parquet",
+    "clicks.csv",
+)
+_OUT = "rank: output folder (--out)"
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    """Refuse an ``--out`` that exists but cannot take the reports, before the input is read:
+    a file, a folder that cannot be written, or one where a report's path is a folder (or
+    ``figures`` a file). A folder that does not exist yet is created after the read."""
+    if not (out_dir.exists() or out_dir.is_symlink()):
+        return
+    output_dir(out_dir, _OUT, SpecError)
+    for name in _OUTPUT_FILES:
+        if (out_dir / name).is_dir():
+            raise SpecError(
+                f"rank: {out_dir / name} is a folder, and rank writes a file there; move it "
+                "or choose another --out"
+            )
+    figures = out_dir / "figures"
+    if figures.exists() or figures.is_symlink():
+        output_dir(figures, "rank: figures folder", SpecError)
+
+
 def _make_out_dir(out_dir: Path) -> None:
-    """Create the output folder (after the input was read: a failed read leaves none behind)."""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SpecError(f"rank: cannot create {out_dir}: {exc.strerror or exc}") from None
+    """Create the output folder and check it can be written (after the input was read, so a
+    failed read leaves none behind; before the analysis, so nothing computed is lost)."""
+    output_dir(out_dir, _OUT, SpecError)
 
 
 def _load_run(args: argparse.Namespace, out_dir: Path, out: Any) -> tuple[Any, int]:
@@ -176,6 +207,7 @@ def cmd_rank(args: argparse.Namespace, out: Any) -> int:
     if bool(args.battles) == bool(args.from_run):
         raise SpecError("rank: give either a BATTLES file or --from-run RESULTS (exactly one)")
     out_dir = Path(args.out)  # created only once the input has been read
+    _check_out_dir(out_dir)
     if args.from_run:
         loaded = _read_run_battles(args, out_dir, out)
         if loaded is None:  # --export-only
