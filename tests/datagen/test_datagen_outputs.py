@@ -161,3 +161,25 @@ def test_a_cache_path_that_holds_another_database_is_refused_unchanged(run, tmp_
     assert hashlib.sha256(Path("mine.sqlite").read_bytes()).hexdigest() == before
     assert sorted(p.name for p in tmp_path.iterdir() if "mine" in p.name) == ["mine.sqlite"]
     assert not Path("calls.jsonl").exists() and not Path("w").exists()
+
+
+def test_a_write_that_still_fails_at_the_end_is_named_and_loses_no_answer(tmp_path, monkeypatch):
+    """A disk that fills up during the run: a named error that says the answers are cached."""
+    import errno
+
+    from pb_datagen_helpers import expected_calls, tiny_config
+
+    from prefduel.datagen import DatagenError, generate
+    from prefduel.worlds.world import World
+
+    def full(self, path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(Path(path) / "arrays.npz"))
+
+    monkeypatch.setattr(World, "save", full)
+    config = tiny_config(tmp_path)
+    with pytest.raises(DatagenError) as info:
+        generate(config, progress=False)
+    message = str(info.value)
+    assert "arrays.npz: No space left on device" in message
+    assert "re-running the same command writes the world without sending calls" in message
+    assert cache_rows(config.llm.cache) == sum(expected_calls(config).values())

@@ -12,8 +12,9 @@ and sends nothing. Otherwise every stage runs through the cache (re-running resu
 received is paid twice), with a progress bar per stage on stderr, then the summary is printed
 and the world is written. Exit status 0 when the world was written, 1 when calls failed (re-run
 to resume), 2 on a config or endpoint error (a refused key, a wrong URL or port: re-running as
-is cannot help; the summary names the base URL and the server's message), 130 when
-interrupted.
+is cannot help; the summary names the base URL and the server's message) or when the answers
+cannot make a world (fewer valid judge picks than ``judge.min_valid``: the summary is printed,
+the answers stay cached), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prefduel.datagen.config import load_config
+from prefduel.datagen.errors import WorldRefusedError
 from prefduel.datagen.pipeline import estimate, generate
 from prefduel.llm.config import add_llm_arguments, config_from_args
 
@@ -72,6 +74,10 @@ def cmd_datagen(args: argparse.Namespace, out: Any) -> int:
         return 0
     try:
         result = generate(config, llm=llm, output=args.out, progress=not args.no_progress)
+    except WorldRefusedError as exc:
+        if exc.result is not None:
+            out.write(exc.result.summary())  # what was collected; the error says why no world
+        raise
     except KeyboardInterrupt:
         print(
             "prefduel: datagen: answered calls are cached; re-run the same command to resume",

@@ -12,7 +12,8 @@ A config is YAML (see ``examples/small.yaml``)::
       default: gpt-4o-mini
       judge: {model: gpt-4o-mini, temperature: 1.0, max_tokens: 4}
     samples: 4                      # judge samples per (pair, display order, label assignment)
-    judge: {mode: samples}          # or logprobs: one call per configuration, P from top_logprobs
+    judge: {mode: samples}          # or logprobs: one call per configuration, P from top_logprobs;
+                                    # min_valid: 0.5 (share of valid picks a world needs)
     personas: builtin               # TutorSim's six personas; or a list; or {file: ..., take: ...}
     kinds: builtin                  # definition / computation / why
     cues: builtin                   # the 13 first-person cues
@@ -65,6 +66,7 @@ from prefduel.core.schema import Text, validate
 from prefduel.core.yamlfile import read_yaml
 from prefduel.datagen.collections import Where, read_collections, template_students
 from prefduel.datagen.config_file import (
+    DEFAULT_MIN_VALID,
     DEFAULT_MODEL,
     DEFAULT_RETRIES,
     DEFAULT_ROLE_SETTINGS,
@@ -133,6 +135,8 @@ class DatagenConfig:
             call per configuration, its ``top_logprobs`` giving the pick probability; sampling
             where an answer has none).
         top_logprobs: Alternatives asked for per token in ``logprobs`` mode.
+        judge_min_valid: Share of the judge's picks that must be valid for a world to be built
+            (``judge: {min_valid: ...}``).
         cues_per_question: Cues drawn for each (topic, chain, kind): questions =
             topics x chains x kinds x cues_per_question.
         retries: Role -> extra tries (next sample indices) for malformed answers.
@@ -160,6 +164,7 @@ class DatagenConfig:
     samples: int = 4
     judge_mode: str = "samples"
     top_logprobs: int = 5
+    judge_min_valid: float = DEFAULT_MIN_VALID
     cues_per_question: int = 1
     retries: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RETRIES))
     rater_scale: tuple[float, float] = (1.0, 10.0)
@@ -206,11 +211,7 @@ class DatagenConfig:
                 for role, m in self.models.items()
             },
             "samples": self.samples,
-            **(
-                {"judge": {"mode": self.judge_mode, "top_logprobs": self.top_logprobs}}
-                if self.judge_mode != "samples"
-                else {}
-            ),
+            **({"judge": self._judge_json()} if self._judge_json() else {}),
             "cues_per_question": self.cues_per_question,
             "retries": dict(self.retries),
             "rater_scale": list(self.rater_scale),
@@ -225,6 +226,16 @@ class DatagenConfig:
             },
             "llm": {k: v for k, v in self.llm.to_json().items()},
         }
+
+
+    def _judge_json(self) -> dict[str, Any]:
+        """The ``judge`` settings that differ from the defaults."""
+        out: dict[str, Any] = {}
+        if self.judge_mode != "samples":
+            out.update(mode=self.judge_mode, top_logprobs=self.top_logprobs)
+        if self.judge_min_valid != DEFAULT_MIN_VALID:
+            out["min_valid"] = self.judge_min_valid
+        return out
 
 
 # -- sections as the runtime settings ---------------------------------------------------------
@@ -349,6 +360,7 @@ def _settings(top: ConfigFile, n_cues: int, where: Where) -> dict[str, Any]:
         "samples": top.samples,
         "judge_mode": judge.mode,
         "top_logprobs": judge.top_logprobs,
+        "judge_min_valid": judge.min_valid,
         "cues_per_question": _cues_per_question(top.questions, n_cues, where),
         "retries": (top.retries or RetriesSection()).model_dump(),
         "rater_scale": (top.rater or RaterSection()).scale,

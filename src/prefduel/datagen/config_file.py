@@ -40,6 +40,9 @@ DEFAULT_ROLE_SETTINGS: dict[str, dict[str, Any]] = {
     "judge": {"temperature": 1.0, "max_tokens": 4, "expected_tokens": 1},
 }
 DEFAULT_RETRIES = {"question": 2, "answer": 2, "rater": 2, "judge": 0}
+#: Share of the judge's picks that must be valid (not malformed) for a world to be built: a
+#: world from fewer would rest on a judge that mostly did not answer.
+DEFAULT_MIN_VALID = 0.5
 #: A structured judge answer (``{"pick": "A"}``) needs more than the default 4 tokens: the
 #: judge's ``max_tokens`` when ``structured`` asks for an object (``auto``, ``json_schema``,
 #: ``json_object``) and none is given.
@@ -198,10 +201,12 @@ class JudgeSection(_Section):
     """``judge``: how the pick probability of each (pair, display order, label assignment) is
     measured: ``samples`` picks at the judge's temperature (default), or ``logprobs``: one call
     whose ``top_logprobs`` give it directly (falling back to ``samples`` picks per call when the
-    endpoint returns none)."""
+    endpoint returns none); and ``min_valid``, the share of the picks that must be valid for a
+    world to be built (default `DEFAULT_MIN_VALID`)."""
 
     mode: JudgeMode = "samples"
     top_logprobs: Annotated[Integer, Field(ge=1, le=20)] = 5
+    min_valid: Annotated[Real, Field(gt=0.0, le=1.0)] = DEFAULT_MIN_VALID  # 0 valid: no world
 
 
 class QuestionsSection(_Section):
@@ -308,6 +313,7 @@ class ConfigFile(_Section):
 
 
 __all__ = [
+    "DEFAULT_MIN_VALID",
     "DEFAULT_MODEL",
     "DEFAULT_RETRIES",
     "DEFAULT_ROLE_SETTINGS",

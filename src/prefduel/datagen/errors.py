@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefduel.core.errors import PrefduelError
 
 
@@ -13,4 +15,14 @@ class DatagenConfigError(DatagenError, ValueError):
     """A datagen config is invalid; the message names the file and the field."""
 
 
-__all__ = ["DatagenConfigError", "DatagenError"]
+class WorldRefusedError(DatagenError):
+    """Every call was answered, but the answers cannot make a world (too few valid judge picks,
+    too few usable questions). The answers stay cached; ``result`` is the run's
+    `prefduel.datagen.results.DatagenResult` (its summary says what was collected)."""
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+__all__ = ["DatagenConfigError", "DatagenError", "WorldRefusedError"]

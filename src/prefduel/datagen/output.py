@@ -23,6 +23,7 @@ from prefduel.core.btl import pairs_of
 from prefduel.core.outputs import output_dir, output_file
 from prefduel.datagen.aggregate import (
     assemble_world,
+    expected_tally,
     layout,
     pick_diagnostics,
     probabilities_and_utilities,
@@ -191,6 +192,34 @@ def _world_info(
     }
 
 
+def check_picks(
+    config: DatagenConfig, picks: np.ndarray, probs: np.ndarray | None, result: DatagenResult
+) -> None:
+    """Refuse to build a world from fewer valid judge picks than ``judge.min_valid`` of them.
+
+    A configuration measured by logprobs counts as its ``samples`` picks.
+
+    Raises:
+        DatagenError: Naming the counts, an example of a malformed reply, the setting, and how
+            to re-run (every answer is cached).
+    """
+    asked = int(picks.size)
+    valid = round(float(expected_tally(picks, probs)[1].sum()))
+    if asked and valid >= config.judge_min_valid * asked:
+        return
+    replies = [m for m in result.malformed if m["stage"] == "judge"]
+    example = f" (e.g. {replies[0]['text'][:80]!r}; all in datagen/malformed.jsonl)" if replies \
+        else ""
+    raise DatagenError(
+        f"only {valid:,} of {asked:,} judge picks are valid ({valid / max(asked, 1):.0%}); at "
+        f"least {config.judge_min_valid:.0%} must be (judge.min_valid): {asked - valid:,} "
+        f"missing after {len(replies):,} malformed replies{example}; no world written. Every "
+        "answer is cached: change the judge (its model, endpoint, prompt or structured output) "
+        "and re-run, and only the judge's calls are sent; re-running the same judge is served "
+        "the same replies from the cache (prefduel cache clear --role judge --yes forgets them)"
+    )
+
+
 def build_world(
     config: DatagenConfig,
     data: Collected,
@@ -208,7 +237,8 @@ def build_world(
         result: The result being built (its ``dropped`` is read).
 
     Raises:
-        DatagenError: Fewer usable questions than rounds per arrival.
+        DatagenError: Fewer usable questions than rounds per arrival, or fewer valid judge
+            picks than ``judge.min_valid`` of them (`check_picks`).
     """
     usable = data.usable
     if config.rounds > len(usable):
@@ -218,6 +248,7 @@ def build_world(
         )
     picks = data.picks[:, usable]
     probs = data.probs[:, usable] if data.probs is not None else None
+    check_picks(config, picks, probs, result)
     prob, utility = probabilities_and_utilities(
         picks, config.K, ridge=config.bt_ridge, scale=config.bt_scale, probs=probs
     )
@@ -321,6 +352,7 @@ def write_summary(result: DatagenResult) -> None:
             if not result.complete
             else {}
         ),
+        **({"refused": result.refused} if result.refused is not None else {}),
         "backend": result.backend,
         "base_url": result.base_url,
         "spend": result.spend(),
@@ -341,6 +373,7 @@ __all__ = [
     "Collected",
     "build_world",
     "check_outputs",
+    "check_picks",
     "endpoint",
     "write_incomplete",
     "write_outputs",

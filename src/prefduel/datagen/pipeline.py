@@ -54,6 +54,7 @@ from typing import Any
 
 from prefduel.datagen.calls import QuestionSpec, RequestBuilder, answer_formats, question_bank
 from prefduel.datagen.config import DatagenConfig, DatagenError
+from prefduel.datagen.errors import WorldRefusedError
 from prefduel.datagen.judge import JudgeStage
 from prefduel.datagen.output import (
     Collected,
@@ -348,6 +349,9 @@ def generate(
         are written, no world).
 
     Raises:
+        WorldRefusedError: Every call was answered but the answers cannot make a world (too
+            few valid judge picks, ``judge.min_valid``, or usable questions); with ``write``,
+            ``datagen/summary.json`` says why and ``malformed.jsonl`` lists the replies.
         DatagenError: With ``write``, the world folder or one of its files cannot be written
             (checked before the first call).
         CacheError: The cache or the call log cannot be used (checked before the first call).
@@ -383,17 +387,43 @@ def generate(
     )
     if write:
         result.output = Path(output if output is not None else config.output)
-    if result.complete:
-        models = pipeline.builder.models
-        result.world, tables = build_world(config, data, models, client.namespace, result)
-        if write:
-            write_outputs(result, tables, data)
-    elif write:
-        write_incomplete(result)
-    result.seconds = time.perf_counter() - started
-    if result.output is not None:
-        write_summary(result)
+    _finish(result, data, pipeline.builder.models, started)
     return result
+
+
+def _finish(
+    result: DatagenResult, data: Collected, models: dict[str, str], started: float
+) -> None:
+    """Build the world from what the stages collected and write the outputs (those of an
+    incomplete or refused run: summary, malformed answers, failures).
+
+    Raises:
+        WorldRefusedError: Every call was answered but the answers cannot make a world.
+        DatagenError: An output cannot be written (every answer stays cached).
+    """
+    try:
+        if result.complete:
+            try:
+                result.world, tables = build_world(
+                    result.config, data, models, result.backend, result
+                )
+            except DatagenError as exc:
+                result.complete, result.refused = False, str(exc)
+            else:
+                if result.output is not None:
+                    write_outputs(result, tables, data)
+        if not result.complete and result.output is not None:
+            write_incomplete(result)
+        result.seconds = time.perf_counter() - started
+        if result.output is not None:
+            write_summary(result)
+    except OSError as exc:
+        raise DatagenError(
+            f"cannot write {exc.filename or result.output}: {exc.strerror or exc}; every answer "
+            "is cached: re-running the same command writes the world without sending calls"
+        ) from None
+    if result.refused is not None:
+        raise WorldRefusedError(result.refused, result)
 
 
 __all__ = [

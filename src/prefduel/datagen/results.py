@@ -109,7 +109,8 @@ class DatagenResult:
 
     Attributes:
         config: The config.
-        complete: Whether every call has an answer (a world was built).
+        complete: Whether every call has an answer and a world was built (False when calls
+            failed, or when the answers were `refused`).
         world: The world (None when incomplete).
         output: Where it was written (None when not written).
         stages: Per-stage reports.
@@ -122,6 +123,8 @@ class DatagenResult:
         backend: The backend's cache namespace (``"openai"``, ``"scripted"``, ...).
         base_url: The endpoint requests went to (`public_url`: no credentials,
             query or fragment); None for a backend without one (scripted).
+        refused: Why no world was built although every call was answered (too few valid
+            judge picks or usable questions); None otherwise.
     """
 
     config: DatagenConfig
@@ -137,6 +140,7 @@ class DatagenResult:
     currency: str = "USD"
     backend: str = ""
     base_url: str | None = None
+    refused: str | None = None
 
     def stage(self, name: str) -> StageReport:
         """The report of stage ``name``."""
@@ -257,6 +261,9 @@ class DatagenResult:
         """INCOMPLETE (or ENDPOINT ERROR) with the commonest failures, or where the world
         went."""
         lines = []
+        if self.refused is not None:
+            lines.append(f"NO WORLD: {self.refused.split(';')[0]}; answered calls are cached")
+            return lines
         if not self.complete:
             reasons = Counter(f["error"] for f in self.failures)
             written = (
