@@ -95,6 +95,8 @@ def test_a_conflicting_duplicate_is_refused_naming_both_lines(study, tmp_path):
         ({"recall": "2.5"}, "recall"),
         ({"correct": '"yes"'}, "correct"),
         ({"weights": "[1, 2]"}, "weights"),
+        ({"stop": '"x"'}, "stop"),
+        ({"judge_attempts": '{"a": 1}'}, "judge_attempts"),
         (
             {"usage": '{"calls": 1, "cost": 1e308, "prompt_tokens": 1, "completion_tokens": 1}'},
             "cost",
@@ -160,6 +162,11 @@ def test_rows_of_other_settings_than_run_json_are_refused(study, tmp_path):
         lambda run: run["router_check"]["routers"]["keyword"].update(accuracy=float("nan")),
         lambda run: run.update(settings="x"),
         lambda run: run["settings"].update(backends=[1]),
+        lambda run: run["settings"].update(max_turns=4),  # no longer its digest
+        lambda run: run.update(format="another/1"),
+        lambda run: run["router_check"]["routers"]["keyword"].update(accuracy=0.0),
+        lambda run: run["router_check"].update(chosen="llm"),
+        lambda run: run["router_check"].update(questions=0),
     ],
 )
 def test_a_damaged_run_json_is_a_named_error(study, tmp_path, damage):

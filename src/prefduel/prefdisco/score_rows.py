@@ -13,7 +13,9 @@ traceback and never a report with a number no run produced:
 * counts are non-negative integers with upper bounds no episode reaches (`MAX_QUESTIONS`,
   `MAX_CALLS`, `MAX_TOKENS`), costs are finite and at most `MAX_COST`;
 * rows of one (persona, task) instance agree on its source, domain and hidden profile, and
-  every row carries the settings digest of ``run.json``.
+  every row carries the settings digest of ``run.json``;
+* ``run.json`` has its format, a digest that is the digest of its settings, and a router
+  check whose chosen router is the settings' and whose rates are its counts over n.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from prefduel.prefdisco.config import CONDITIONS, MAX_TURNS, STRATEGIES
+from prefduel.prefdisco.config import CONDITIONS, MAX_TURNS, ROUTERS, STRATEGIES
+from prefduel.prefdisco.episodes import settings_digest
 from prefduel.prefdisco.errors import DatasetError
 from prefduel.prefdisco.metrics import SCORE_RANGE
 from prefduel.prefdisco.store import dumps, read_keyed_jsonl
@@ -36,7 +39,13 @@ MAX_CALLS = 10**6
 MAX_TOKENS = 10**12
 #: Cost of one episode (in the price table's currency) no episode reaches.
 MAX_COST = 10**6
+RUN_FORMAT = "prefduel/prefdisco-run/1"
 ACCURACY_METHODS = ("choice", "numeric", "exact", "grader", "none")
+#: Why discovery stopped, by strategy (`prefduel.prefdisco.episodes`, ``.interviewer``).
+DISCOVERY_STOPS = {
+    "ask": ("ready", "malformed", "max_turns"),
+    "interviewer": ("min_gain", "exhausted", "max_turns"),
+}
 _TOLERANCE = 1e-6
 
 
@@ -124,7 +133,7 @@ def check_score_row(row: Mapping[str, Any], where: str) -> None:
     for name in ("errors", "asked", "disclosed"):
         r.strings(name)
     r.text("settings")
-    r.text("stop", optional=True, required=False)
+    _check_stop(r)
     calls = row.get("calls")
     if calls is not None and not (
         isinstance(calls, list) and all(isinstance(c, dict) for c in calls)
@@ -183,6 +192,12 @@ def _check_scores(r: _Row, weights: Mapping[str, float]) -> None:
                 score,
             )
     attempts = r.mapping("judge_attempts")
+    if set(attempts) != set(weights):
+        raise r.fail(
+            "judge_attempts",
+            f"a count for each weighted attribute {sorted(weights)}",
+            sorted(attempts),
+        )
     for attribute, value in attempts.items():
         r.count(f"judge_attempts.{attribute}", MAX_CALLS, value)
     align = r.get("pref_align", True)
@@ -227,6 +242,18 @@ def _check_discovery(r: _Row, weights: Mapping[str, float]) -> None:
         isinstance(follow_up, dict) and isinstance(follow_up.get("changed"), bool)
     ):
         raise r.fail("follow_up", "null or an object with a true/false 'changed'", follow_up)
+
+
+def _check_stop(r: _Row) -> None:
+    stop = r.text("stop", optional=True, required=False)
+    condition = r.row["condition"]
+    allowed = (
+        DISCOVERY_STOPS[r.row.get("strategy") or "ask"]
+        if condition == "discovery"
+        else (condition,)
+    )
+    if stop is not None and stop not in allowed:
+        raise r.fail("stop", f"one of {list(allowed)} or null", stop)
 
 
 def _check_accuracy(r: _Row) -> None:
@@ -304,36 +331,61 @@ def load_scores(
 
 
 def check_run_record(run: Any, where: str) -> dict[str, Any]:
-    """Check what the report reads of ``run.json``: its settings digest, settings (user
-    style, backends) and router check (chosen router, accuracies).
+    """Check what the report reads of ``run.json``: its format, settings and their digest,
+    and the router check (setting, chosen router, each router's counts and rates).
 
     Raises:
-        DatasetError: A part is of the wrong type or out of range (names ``where``).
+        DatasetError: A part is missing, of the wrong type or out of range, or disagrees with
+            another (the digest with the settings, a rate with its counts; names ``where``).
     """
     if not isinstance(run, dict):
         raise DatasetError(f"{where}: expected a JSON object, got {type(run).__name__}")
     r = _Row(run, where)
-    r.text("digest", optional=True, required=False)
-    settings = r.mapping("settings", required=False)
+    if run.get("format") != RUN_FORMAT:
+        raise r.fail("format", repr(RUN_FORMAT), run.get("format", _MISSING))
+    settings = r.mapping("settings")
+    digest = r.text("digest")
+    if digest != settings_digest(settings):
+        raise r.fail(
+            "digest", f"{settings_digest(settings)!r} (the digest of its settings)", digest
+        )
     s = _Row(settings, f"{where}: settings")
     s.text("user_style", optional=True, required=False)
-    s.text("router", optional=True, required=False)
+    router = s.text("router", optional=True, required=False)
     backends = s.mapping("backends", required=False)
     if not all(isinstance(v, str) for v in backends.values()):
         raise s.fail("backends", "an object of strings", backends)
-    check = r.mapping("router_check", required=False)
-    c = _Row(check, f"{where}: router_check")
-    c.text("chosen", optional=True, required=False)
-    c.text("setting", optional=True, required=False)
-    c.count("questions", MAX_CALLS, check.get("questions", 0))
-    for name, measured in c.mapping("routers", required=False).items():
-        m = _Row(measured if isinstance(measured, dict) else {}, f"{where}: routers.{name}")
+    if "router_check" in run:
+        _check_router_check(_Row(r.mapping("router_check"), f"{where}: router_check"), router)
+    return run
+
+
+def _check_router_check(c: _Row, router: str | None) -> None:
+    setting = c.get("setting", True)
+    if setting not in ROUTERS:
+        raise c.fail("setting", f"one of {list(ROUTERS)}", setting)
+    chosen = c.get("chosen", True)
+    if chosen not in ("keyword", "llm") or (router is not None and chosen != router):
+        raise c.fail("chosen", f"the router of the settings ({router!r})", chosen)
+    questions = c.count("questions", MAX_CALLS)
+    for name, measured in c.mapping("routers").items():
         if not isinstance(measured, dict):
             raise c.fail(f"routers.{name}", "an object", measured)
-        m.share("accuracy")
-        m.share("misroute_rate")
-        m.text("model", optional=True, required=False)
-    return run
+        m = _Row(measured, f"{c.where}: routers.{name}")
+        if measured.get("router") != name:
+            raise m.fail("router", repr(name), measured.get("router", _MISSING))
+        model = m.text("model", optional=True, required=False)
+        if (model is None) != (name == "keyword"):
+            raise m.fail("model", "null for the keyword router, a name for the LLM one", model)
+        n = m.count("n", questions)
+        if n != questions:
+            raise m.fail("n", f"{questions} (the labelled questions)", n)
+        for count, rate in (("correct", "accuracy"), ("misrouted", "misroute_rate")):
+            part = m.count(count, n)
+            expected = round(part / n, 4) if n else None
+            if m.get(rate, True) != expected:
+                raise m.fail(rate, f"{expected} ({count} / n)", measured[rate])
+        m.count("unrouted", n)
 
 
 __all__ = [
@@ -342,6 +394,7 @@ __all__ = [
     "MAX_COST",
     "MAX_QUESTIONS",
     "MAX_TOKENS",
+    "RUN_FORMAT",
     "check_run_record",
     "check_score_row",
     "load_scores",

@@ -36,10 +36,9 @@ from prefduel.prefdisco.interview_prior import (
     save_prior,
 )
 from prefduel.prefdisco.personas import load_persona_space
-from prefduel.prefdisco.score_rows import load_scores
+from prefduel.prefdisco.score_rows import RUN_FORMAT, load_scores
 from prefduel.prefdisco.store import read_json, read_keyed_jsonl, write_jsonl
 
-RUN_FORMAT = "prefduel/prefdisco-run/1"
 PRIOR_FILE = "interview-prior.json"
 
 #: Called after each finished episode with (done, total).
