@@ -384,8 +384,10 @@ class LLMClient:
                 f"no answer within {self.attempt_timeout} s", kind="timeout", retryable=True
             ) from None
         except Exception as exc:  # a backend bug must not kill the batch; record it
+            message = f"backend {type(self.backend).__name__} raised {type(exc).__name__}: {exc}"
+            redact = getattr(self.backend, "redact", None)  # its message may quote a secret
             raise LLMCallError(
-                f"backend {type(self.backend).__name__} raised {type(exc).__name__}: {exc}",
+                redact(message) if callable(redact) else message,
                 kind="backend",
                 retryable=False,
             ) from None

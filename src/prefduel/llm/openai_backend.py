@@ -12,8 +12,10 @@ are redacted), in the cache or in the call log. An endpoint may also echo the ke
 SUCCESSFUL reply: `OpenAIBackend.complete` scrubs every reply before returning it, so what
 `LLMClient` caches and what callers write (datagen, PrefDisco) never holds it. Each occurrence
 of the key the SDK sent, of the key in the environment variable, and of every credential header
-value sent (``Authorization`` and the like, with and without its ``Bearer`` scheme) in the
-answer text, the reported model name and the finish reason is replaced by `REDACTED`. Unlike
+value sent (``Authorization`` and the like, with and without its ``Bearer`` scheme) anywhere in
+the reply is replaced by `REDACTED`: `scrub_reply` visits every string of every field (answer
+text, reported model name, finish reason, logprobs tokens, and fields added later), and the
+message of a failed attempt is redacted whatever part of the reply it quotes. Unlike
 error messages, answers keep key-like text that is not one of these secrets (an answer may
 legitimately explain ``Authorization: Bearer <token>``). The placeholder key ``EMPTY`` (sent
 with ``api_key_env=None`` to servers that need no key) is not a secret and is not scrubbed.
@@ -50,6 +52,7 @@ ones (``top_k``, ``min_p``, ``repetition_penalty``, ``response_format``, ``logpr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import json
 import os
@@ -57,7 +60,6 @@ import re
 import time
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -99,6 +101,42 @@ def public_url(url: str) -> str:
         port = None
     netloc = f"{host}:{port}" if port is not None else host
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _scrub_all(value: Any, secrets: list[str]) -> Any:
+    """``value`` with `scrub` applied to every string inside it: through dataclasses, named
+    tuples, tuples, lists and mappings (keys too); other values as they are."""
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: _scrub_all(getattr(value, f.name), secrets)
+            for f in dataclasses.fields(value)
+            if f.init
+        }
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(_scrub_all(v, secrets) for v in value))
+    if isinstance(value, tuple | list):
+        return type(value)(_scrub_all(v, secrets) for v in value)
+    if isinstance(value, Mapping):
+        return {_scrub_all(k, secrets): _scrub_all(v, secrets) for k, v in value.items()}
+    return value
+
+
+def scrub_reply(response: LLMResponse, secrets: Iterable[str | None]) -> LLMResponse:
+    """``response`` with every secret replaced by `REDACTED` in every string of the reply:
+    each field (text, model, finish reason, error, logprobs, usage, and any field added later),
+    recursively; the request (what was sent) is left as it is."""
+    found = [s for s in secrets if s]
+    if not found:
+        return response
+    changes = {
+        f.name: _scrub_all(getattr(response, f.name), found)
+        for f in dataclasses.fields(response)
+        if f.name != "request"
+    }
+    return dataclasses.replace(response, **changes)
 
 
 def scrub(text: str | None, secrets: Iterable[str | None]) -> str | None:
@@ -225,17 +263,8 @@ class OpenAIBackend:
         return [s for s in found if s and s != NO_KEY]
 
     def _scrubbed(self, response: LLMResponse, sdk: Any) -> LLMResponse:
-        """``response`` without the secrets of `_reply_secrets` in its text fields."""
-        secrets = self._reply_secrets(sdk)
-        if not secrets:
-            return response
-        return replace(
-            response,
-            text=scrub(response.text, secrets),
-            model=scrub(response.model, secrets) or "",
-            finish_reason=scrub(response.finish_reason, secrets),
-            error=scrub(response.error, secrets),
-        )
+        """``response`` without the secrets of `_reply_secrets` anywhere (`scrub_reply`)."""
+        return scrub_reply(response, self._reply_secrets(sdk))
 
     def _short(self, text: str) -> str:
         text = " ".join(self.redact(text).split())
@@ -293,11 +322,25 @@ class OpenAIBackend:
         """Send ``request`` once.
 
         Returns:
-            An ``ok`` response with text, reported model, finish reason and token usage.
+            An ``ok`` response with text, reported model, finish reason and token usage,
+            scrubbed of every secret (`scrub_reply`).
 
         Raises:
-            LLMCallError: The attempt failed (see the module docstring for the kinds).
+            LLMCallError: The attempt failed (see the module docstring for the kinds); its
+                message is redacted (`redact`) whatever part of the reply it quotes.
         """
+        try:
+            return await self._complete(request)
+        except LLMCallError as exc:
+            raise LLMCallError(
+                self.redact(str(exc)),
+                kind=exc.kind,
+                retryable=exc.retryable,
+                status=exc.status,
+                retry_after=exc.retry_after,
+            ) from None
+
+    async def _complete(self, request: LLMRequest) -> LLMResponse:
         import openai
 
         client = self._client()

@@ -14,11 +14,14 @@ a `Fault`:
   the connection is closed;
 * ``Fault.drop()``: the connection is closed without any response;
 * ``Fault.bad_shape()``: valid JSON without choices;
-* ``Fault.echo(where, model=False)``: a HOSTILE but successful answer (status 200, counted as
-  answered): the normal answer with the received ``Authorization`` header and its bearer token
-  echoed into the content (``where``: ``"append"``, ``"prepend"`` or ``"replace"`` the whole
-  answer), and with ``model=True`` the token appended to the reported model name too (to test
-  that replies are scrubbed of the key before they are cached or written).
+* ``Fault.echo(where, model=False, fields=())``: a HOSTILE but successful answer (status 200,
+  counted as answered): the normal answer with the received ``Authorization`` header and its
+  bearer token echoed into the content (``where``: ``"append"``, ``"prepend"`` or ``"replace"``
+  the whole answer), and with ``model=True`` the token appended to the reported model name too;
+  ``fields`` plants the token in more places of the reply (`ECHO_FIELDS`: the finish reason,
+  logprobs that were not asked for, the usage, the ids, or a null content whose finish reason
+  carries it, which makes the reply a failure): to test that every part of a reply is scrubbed
+  of the key before it is cached or written.
 
 Schedules are pure functions of the request, so tests are deterministic whatever the order of
 arrival: `per_request_faults` (attempt ``n`` of each distinct body), `random_faults`
@@ -41,6 +44,8 @@ from prefduel.llm.prices import estimate_tokens
 FAULT_KINDS = ("http", "timeout", "malformed", "truncated", "drop", "bad_shape", "echo")
 #: Where an ``echo`` fault puts the echoed credentials in the answer.
 ECHO_PLACES = ("append", "prepend", "replace")
+#: More places of a reply where an ``echo`` fault can plant the bearer token.
+ECHO_FIELDS = ("finish_reason", "logprobs", "usage", "ids", "null_content")
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class Fault:
         echo_auth: Put the received ``Authorization`` header into the error message.
         echo_where: ``echo`` faults: where the credentials go in the answer (`ECHO_PLACES`).
         echo_model: ``echo`` faults: also append the bearer token to the reported model name.
+        echo_fields: ``echo`` faults: more places of the reply for the token (`ECHO_FIELDS`).
         body: ``http`` faults: the response body, verbatim (None: an OpenAI-style error).
     """
 
@@ -67,6 +73,7 @@ class Fault:
     echo_auth: bool = False
     echo_where: str = "append"
     echo_model: bool = False
+    echo_fields: tuple[str, ...] = ()
     body: str | None = None
 
     def __post_init__(self) -> None:
@@ -74,6 +81,9 @@ class Fault:
             raise ValueError(f"fault kind: expected one of {FAULT_KINDS}, got {self.kind!r}")
         if self.echo_where not in ECHO_PLACES:
             raise ValueError(f"echo_where: expected one of {ECHO_PLACES}, got {self.echo_where!r}")
+        unknown = set(self.echo_fields) - set(ECHO_FIELDS)
+        if unknown:
+            raise ValueError(f"echo_fields: expected some of {ECHO_FIELDS}, got {sorted(unknown)}")
 
     @classmethod
     def http(
@@ -122,14 +132,17 @@ class Fault:
         return cls("bad_shape")
 
     @classmethod
-    def echo(cls, where: str = "append", *, model: bool = False) -> Fault:
+    def echo(
+        cls, where: str = "append", *, model: bool = False, fields: tuple[str, ...] = ()
+    ) -> Fault:
         """A successful answer that echoes the received credentials (a hostile endpoint).
 
         The content gets ``[echo Authorization: <header>; token: <bearer token>]`` appended,
         prepended, or instead of the normal answer (``where``); ``model=True`` also appends
-        the token to the reported model name.
+        the token to the reported model name; ``fields`` plants it in more places
+        (`echo_reply`).
         """
-        return cls("echo", echo_where=where, echo_model=model)
+        return cls("echo", echo_where=where, echo_model=model, echo_fields=tuple(fields))
 
 
 @dataclass(frozen=True)
@@ -245,6 +258,28 @@ def echo_text(authorization: str | None) -> str:
     return f"[echo Authorization: {authorization or ''}; token: {bearer_token(authorization)}]"
 
 
+def echo_reply(data: dict[str, Any], token: str, fields: Sequence[str]) -> None:
+    """Plant ``token`` in the places ``fields`` names (`ECHO_FIELDS`) of a chat completion:
+    ``finish_reason``; ``logprobs`` (a token and its alternative, asked for or not); ``usage``
+    (its counts become text, and a details mapping holds it); ``ids`` (``id`` and
+    ``system_fingerprint``); ``null_content`` (no content, the token in the finish reason)."""
+    choice = data["choices"][0]
+    if "finish_reason" in fields or "null_content" in fields:
+        choice["finish_reason"] = f"stop {token}"
+    if "null_content" in fields:
+        choice["message"]["content"] = None
+    if "logprobs" in fields:
+        entry = {"token": token, "logprob": -0.5, "top_logprobs": [
+            {"token": token, "logprob": -0.5}, {"token": f"B{token}", "logprob": -1.5}]}
+        choice["logprobs"] = {"content": [entry]}
+    if "usage" in fields:
+        data["usage"] = {"prompt_tokens": token, "completion_tokens": 3,
+                         "completion_tokens_details": {"note": token}}
+    if "ids" in fields:
+        data["id"] = f"chatcmpl-{token}"
+        data["system_fingerprint"] = token
+
+
 def completion_payload(body: Mapping[str, Any], text: str) -> dict[str, Any]:
     """A chat-completion JSON object answering ``body`` with ``text``."""
     prompt = sum(
@@ -275,6 +310,7 @@ def completion_payload(body: Mapping[str, Any], text: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "ECHO_FIELDS",
     "ECHO_PLACES",
     "FAULT_KINDS",
     "AnswerFn",
@@ -285,6 +321,7 @@ __all__ = [
     "body_key",
     "completion_payload",
     "default_answer",
+    "echo_reply",
     "echo_text",
     "fault_sequence",
     "last_user_message",

@@ -58,6 +58,7 @@ from prefduel.llm.testfaults import (
     body_key,
     completion_payload,
     default_answer,
+    echo_reply,
     echo_text,
     fault_sequence,
     last_user_message,
@@ -337,6 +338,8 @@ class OpenAITestServer:
             data["choices"][0]["logprobs"] = logprobs_payload(
                 text, chosen, distribution, top_n if isinstance(top_n, int) else 0
             )
+        if echo is not None:
+            echo_reply(data, bearer_token(authorization), echo.echo_fields)
         return data
 
     # -- records ---------------------------------------------------------------------------
