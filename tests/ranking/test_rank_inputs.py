@@ -138,7 +138,7 @@ def test_rare_models_are_excluded_until_none_is_left():
 def test_row_policy_settings_are_checked():
     with pytest.raises(BattleFormatError, match=r"--bothbad.*\('tie', 'skip'\).*'loss'"):
         BattleSchema(bothbad="loss")
-    with pytest.raises(BattleFormatError, match=r"--min-model-battles.*>= 1, got 0"):
+    with pytest.raises(BattleFormatError, match=r"--min-model-battles.*from 1 to 1,000,000, got 0"):
         BattleSchema(min_model_battles=0)
     with pytest.raises(BattleFormatError, match="min_model_battles"):
         BattleSchema(min_model_battles=2.5)

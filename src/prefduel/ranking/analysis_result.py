@@ -15,7 +15,7 @@ from scipy import stats
 from prefduel import __version__
 from prefduel.ranking.battles import Battles
 from prefduel.ranking.bt import DEFAULT_RIDGE, BTFit
-from prefduel.ranking.elo import PAPER_K
+from prefduel.ranking.elo import MAX_K, PAPER_K
 from prefduel.ranking.errors import RankingError
 from prefduel.ranking.personal import (
     DEFAULT_MIN_VOTES,
@@ -31,6 +31,23 @@ from prefduel.ranking.topics import TOPIC_BACKENDS, Topics
 #: The per-user BT estimates, and the one each ``bt_mode`` uses when the user's MLE exists.
 ESTIMATES: tuple[str, ...] = ("mle", "ridge", "hierarchical")
 BT_ESTIMATE = {"mle": "mle", "ridge": "ridge", "hier": "hierarchical"}
+#: The largest value of each count setting of `RankConfig`: far more than any analysis
+#: needs, and small enough that the arrays they size fit in memory (``elo_orders`` keeps one
+#: users x models table per order). ``prefduel rank`` refuses the same values (a test keeps
+#: its options equal to these).
+MAX_SETTINGS: dict[str, int] = {
+    "min_votes": 1_000_000,
+    "bootstrap": 10_000,
+    "n_topics": 200,
+    "meta_styles": 100,
+    "style_clusters": 100,
+    "members": 200,
+    "folds": 100,
+    "elo_orders": 100,
+    "holdout_folds": 100,
+}
+#: The largest BT ridge penalty (logits): far beyond it every strength is zero.
+MAX_RIDGE = 1000.0
 
 
 @dataclass(frozen=True)
@@ -89,13 +106,16 @@ class RankConfig:
 
     def __post_init__(self) -> None:
         checks = [
-            (self.k > 0, f"k must be > 0, got {self.k}"),
+            (bool(0 < self.k <= MAX_K), f"k must be in (0, {MAX_K:g}], got {self.k}"),
             (self.min_votes >= 1, f"min_votes must be >= 1, got {self.min_votes}"),
             (
                 self.bt_mode in PERSONAL_BT_MODES,
                 f"bt_mode must be one of {PERSONAL_BT_MODES}, got {self.bt_mode!r}",
             ),
-            (self.ridge > 0, f"ridge must be > 0, got {self.ridge}"),
+            (
+                bool(0 < self.ridge <= MAX_RIDGE),
+                f"ridge must be in (0, {MAX_RIDGE:g}], got {self.ridge}",
+            ),
             (self.bootstrap >= 0, f"bootstrap must be >= 0, got {self.bootstrap}"),
             (self.n_topics >= 2, f"n_topics must be >= 2, got {self.n_topics}"),
             (self.topic_backend in TOPIC_BACKENDS, f"topic backend: one of {TOPIC_BACKENDS}"),
@@ -107,6 +127,10 @@ class RankConfig:
             (self.folds >= 2, f"folds must be >= 2, got {self.folds}"),
             (self.elo_orders >= 0, f"elo_orders must be >= 0, got {self.elo_orders}"),
             (self.holdout_folds >= 2, f"holdout_folds must be >= 2, got {self.holdout_folds}"),
+        ]
+        checks += [
+            (getattr(self, name) <= high, f"{name} must be <= {high:,}, got {getattr(self, name)}")
+            for name, high in MAX_SETTINGS.items()
         ]
         for ok, message in checks:
             if not ok:

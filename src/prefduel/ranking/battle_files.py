@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,34 @@ SUFFIX_FORMATS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
+
+
+def check_regular_file(path: Path) -> None:
+    """Refuse a battle file that is missing or not a regular file, without opening it: a
+    device (``/dev/zero``) never ends, a pipe blocks, a folder has no rows.
+
+    Raises:
+        BattleFormatError: naming the path and what it is.
+    """
+    try:
+        mode = path.stat().st_mode  # follows symbolic links: a link to a device is a device
+    except FileNotFoundError:
+        raise BattleFormatError(f"battle file {path} does not exist") from None
+    except OSError as exc:
+        raise BattleFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
+        return
+    kind = (
+        "a folder" if stat.S_ISDIR(mode)
+        else "a pipe" if stat.S_ISFIFO(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "not a file"
+    )
+    raise BattleFormatError(
+        f"battle file {path} is not a regular file ({kind}); give a .csv, .json, .jsonl or "
+        ".parquet file"
+    )
 
 
 def format_of(path: Path, fmt: str | None) -> str:

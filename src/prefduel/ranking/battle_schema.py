@@ -27,6 +27,9 @@ BOTHBAD_POLICIES: tuple[str, ...] = ("tie", "skip")
 #: read as a missing user id unless ``BattleSchema.keep_missing_users``.
 MISSING_USER_TOKENS: tuple[str, ...] = ("nan", "na", "n/a", "null", "none", "<na>", "#n/a")
 
+#: The largest ``min_model_battles``: more battles than any one model of a real log has.
+MAX_MODEL_BATTLES = 1_000_000
+
 #: Every reason a row can be skipped, in the order the checks run (a row counts once, under the
 #: first reason that applies). All are reported, zeros included.
 SKIP_REASONS: tuple[str, ...] = (
@@ -140,10 +143,14 @@ class BattleSchema:
                 f"keep_missing_users must be True or False, got {self.keep_missing_users!r}"
             )
         count = self.min_model_battles
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        if (
+            isinstance(count, bool)
+            or not isinstance(count, int)
+            or not 1 <= count <= MAX_MODEL_BATTLES
+        ):
             raise BattleFormatError(
-                "min_model_battles (--min-model-battles) must be an integer >= 1, got "
-                f"{count!r}"
+                "min_model_battles (--min-model-battles) must be an integer from 1 to "
+                f"{MAX_MODEL_BATTLES:,}, got {count!r}"
             )
 
     @classmethod

@@ -33,7 +33,12 @@ from typing import Any
 import numpy as np
 
 from prefduel.ranking import _deps
-from prefduel.ranking.battle_files import format_of, read_frame, write_frame
+from prefduel.ranking.battle_files import (
+    check_regular_file,
+    format_of,
+    read_frame,
+    write_frame,
+)
 from prefduel.ranking.battle_schema import (
     BOTHBAD_POLICIES,
     ENCODING_POLICIES,
@@ -199,8 +204,9 @@ def read_battles(
         The validated `Battles`.
 
     Raises:
-        BattleFormatError: unreadable file, unknown format, bad JSON, bad UTF-8, or any error of
-            `battles_from_frame`.
+        BattleFormatError: a missing file or one that is not a regular file (a device, a pipe,
+            a folder: refused without reading), unreadable file, unknown format, bad JSON, bad
+            UTF-8, or any error of `battles_from_frame`.
         MissingDependencyError: pandas (or pyarrow for Parquet) is not installed.
     """
     path = Path(path)
@@ -208,9 +214,8 @@ def read_battles(
         raise BattleFormatError(
             f"encoding_errors must be one of {ENCODING_POLICIES}, got {encoding_errors!r}"
         )
+    check_regular_file(path)
     fmt = format_of(path, fmt)
-    if not path.is_file():
-        raise BattleFormatError(f"battle file {path} does not exist")
     counts: dict[str, int] = {}
     frame = read_frame(path, fmt, encoding_errors, counts)
     return battles_from_frame(

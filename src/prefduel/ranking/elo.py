@@ -26,6 +26,9 @@ from prefduel.ranking.errors import RankingError
 
 PAPER_K = 32.0
 ARENA_K = 4.0
+#: The largest K-factor: 250 times Arena's. Far beyond it, one battle moves a rating by more
+#: than the odds formula can take (``base ** (diff / scale)`` overflows a float).
+MAX_K = 1000.0
 
 
 def elo_ratings(
@@ -177,8 +180,8 @@ def elo_orders(
 
 
 def _check(k: float, scale: float, base: float) -> None:
-    if not (np.isfinite(k) and k > 0):
-        raise RankingError(f"Elo K-factor must be a positive number, got {k}")
+    if not (np.isfinite(k) and 0 < k <= MAX_K):
+        raise RankingError(f"Elo K-factor must be a number in (0, {MAX_K:g}], got {k}")
     if not (scale > 0 and base > 1):
         raise RankingError(f"Elo needs scale > 0 and base > 1, got scale={scale}, base={base}")
 

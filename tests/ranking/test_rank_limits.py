@@ -1,0 +1,127 @@
+"""Sizes a user can type on ``prefduel rank`` are bounded before anything is allocated, and a
+vote log that is not a regular file (a device, a pipe, a folder) is refused without reading.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from pb_rank_data import rank
+
+from prefduel.cli import rank_args
+from prefduel.ranking import BattleFormatError, RankConfig, RankingError, read_battles
+from prefduel.ranking.analysis_result import MAX_SETTINGS
+from prefduel.ranking.battle_schema import MAX_MODEL_BATTLES
+from prefduel.ranking.elo import MAX_K
+
+#: Each count option with its library setting.
+COUNTS = {
+    "--bootstrap": "bootstrap",
+    "--elo-orders": "elo_orders",
+    "--topics": "n_topics",
+    "--meta-styles": "meta_styles",
+    "--style-clusters": "style_clusters",
+    "--mlp-ensemble": "members",
+    "--cv-folds": "folds",
+    "--min-votes": "min_votes",
+}
+
+
+@pytest.fixture
+def alarm():
+    """Fail instead of hanging if a test blocks (reading a pipe with no writer)."""
+
+    def timeout(signum, frame):
+        raise AssertionError("blocked: the file was opened or read")
+
+    old = signal.signal(signal.SIGALRM, timeout)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("option", [*COUNTS, "--min-model-battles"])
+def test_every_count_option_has_a_ceiling(tmp_path, capsys, option):
+    high = MAX_SETTINGS.get(COUNTS.get(option), MAX_MODEL_BATTLES)
+    votes = tmp_path / "v.csv"
+    votes.write_text("model_a,model_b,winner,judge\n", encoding="utf-8")
+    code = rank([str(votes), "--out", str(tmp_path / "o"), option, str(high + 1)])
+    err = capsys.readouterr().err
+    assert code == 2 and option in err and f"<= {high:,}" in err, err
+    code = rank([str(votes), "--out", str(tmp_path / "o"), option, "1" + "0" * 400])
+    assert code == 2 and option in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("option", ["--k", "--ridge"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "0", "1e6", "1e400"])
+def test_rates_are_finite_and_bounded(tmp_path, capsys, option, value):
+    code = rank(["v.csv", "--out", str(tmp_path / "o"), option, value])
+    err = capsys.readouterr().err
+    assert code == 2 and option in err and "Traceback" not in err, err
+
+
+def test_the_library_refuses_the_same_sizes():
+    for setting, high in MAX_SETTINGS.items():
+        RankConfig(**{setting: high})
+        with pytest.raises(RankingError, match=setting):
+            RankConfig(**{setting: high + 1})
+    with pytest.raises(RankingError, match="k must be"):
+        RankConfig(k=MAX_K * 10)
+    with pytest.raises(RankingError, match="ridge must be"):
+        RankConfig(ridge=float("inf"))
+
+
+def test_the_options_and_the_library_share_their_ceilings():
+    assert rank_args.MAX_COUNTS == {opt: MAX_SETTINGS[key] for opt, key in COUNTS.items()}
+    assert rank_args.MAX_MODEL_BATTLES == MAX_MODEL_BATTLES and rank_args.MAX_K == MAX_K
+
+
+def test_a_large_k_is_refused_instead_of_overflowing():
+    from prefduel.ranking import battles_from_arrays, elo_ratings
+
+    battles = battles_from_arrays(["a", "b"] * 50, ["b", "a"] * 50, ["model_a"] * 100)
+    assert elo_ratings(battles, k=MAX_K).shape == (2,)
+    with pytest.raises(RankingError, match="K-factor"):
+        elo_ratings(battles, k=1e6)
+
+
+def _not_regular(tmp_path: Path, kind: str) -> Path:
+    if kind == "device":
+        if not os.path.exists("/dev/zero"):
+            pytest.skip("no /dev/zero")
+        link = tmp_path / "zero.csv"
+        link.symlink_to("/dev/zero")
+        return link
+    if kind == "pipe":
+        path = tmp_path / "pipe.csv"
+        os.mkfifo(path)
+        return path
+    path = tmp_path / "folder.csv"
+    path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe", "folder"])
+def test_a_vote_log_that_is_not_a_regular_file_is_refused_unread(tmp_path, alarm, kind):
+    path = _not_regular(tmp_path, kind)
+    with pytest.raises(BattleFormatError, match="not a regular file"):
+        read_battles(path)
+
+
+def test_rank_refuses_dev_zero(tmp_path, capsys, alarm):
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    code = rank(["/dev/zero", "--format", "csv", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "/dev/zero" in err and "not a regular file" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_missing_vote_log_is_still_called_missing(tmp_path):
+    with pytest.raises(BattleFormatError, match="does not exist"):
+        read_battles(tmp_path / "none.csv")
