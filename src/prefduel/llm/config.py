@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, Strict
+from pydantic import AfterValidator, Field, Strict
 
 from prefduel.core.outputs import output_file
 from prefduel.core.schema import Integer, Noun, Number, frozen_dataclass, validate
@@ -38,6 +38,7 @@ from prefduel.llm.cache import default_cache_path
 from prefduel.llm.calllog import CallLog
 from prefduel.llm.client import LLMClient
 from prefduel.llm.errors import CacheError, LLMConfigError
+from prefduel.llm.openai_backend import check_base_url
 from prefduel.llm.prices import load_prices
 from prefduel.llm.request import Backend
 from prefduel.llm.retry import RetryPolicy
@@ -74,6 +75,15 @@ def env_var_name(text: str) -> str:
     return text
 
 
+def _base_url(url: str) -> str:
+    """A base URL that can reach an endpoint (checked when the backend is configured, so a
+    typo is refused at once instead of being retried for half a minute)."""
+    try:
+        return check_base_url(url, "base URL")
+    except ValueError as exc:
+        raise ValueError(str(exc).removeprefix("base URL: ")) from None
+
+
 @frozen_dataclass(error=LLMConfigError, keys="LLM settings")
 class LLMConfig:
     """How to reach a model and how to call it. JSON-serializable; holds no secret.
@@ -83,7 +93,8 @@ class LLMConfig:
 
     Attributes:
         backend: ``"openai"`` (any OpenAI-compatible endpoint) or ``"scripted"`` (offline).
-        base_url: Endpoint URL, e.g. ``http://127.0.0.1:8000/v1`` (None: the SDK default).
+        base_url: Endpoint URL, e.g. ``http://127.0.0.1:8000/v1`` (None: the SDK default);
+            ``http://`` or ``https://`` with a host (`check_base_url`).
         api_key_env: NAME of the environment variable holding the key (None: no key;
             ``--no-api-key`` on the command line).
         timeout: Seconds per attempt (at most an hour, `MAX_TIMEOUT`).
@@ -97,7 +108,7 @@ class LLMConfig:
     """
 
     backend: BackendName = "scripted"
-    base_url: str | None = None
+    base_url: Annotated[str, AfterValidator(_base_url)] | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
     timeout: Annotated[Number, Field(gt=0, le=MAX_TIMEOUT), Noun("seconds")] = 60.0
     max_connections: Annotated[Integer, Field(ge=1, le=MAX_CONNECTIONS)] = 16

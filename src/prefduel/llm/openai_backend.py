@@ -103,6 +103,35 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+def check_base_url(url: str, where: str = "base_url") -> str:
+    """``url`` when it can be the base URL of an OpenAI-compatible endpoint: ``http://`` or
+    ``https://``, a host, a port in range, no spaces or control characters.
+
+    Raises:
+        ValueError: Saying what is wrong (``where`` names the setting); a URL without its
+            scheme (``localhost:8000``) gets the corrected one as a hint.
+    """
+    text = str(url)
+    if not text.strip():
+        raise ValueError(f"{where}: expected a base URL starting with http:// or https://, got "
+                         f"{text!r}")
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError(f"{where}: the base URL {text!r} contains spaces or control characters")
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https"):
+        hint = f" (did you mean http://{text}?)" if "://" not in text else ""
+        raise ValueError(
+            f"{where}: expected a base URL starting with http:// or https://, got {text!r}{hint}"
+        )
+    if not parts.hostname:
+        raise ValueError(f"{where}: the base URL {text!r} has no host")
+    try:
+        parts.port  # noqa: B018  (urlsplit checks the port when it is read)
+    except ValueError:
+        raise ValueError(f"{where}: the base URL {text!r} has a port outside 0-65535") from None
+    return text
+
+
 def _scrub_all(value: Any, secrets: list[str]) -> Any:
     """``value`` with `scrub` applied to every string inside it: through dataclasses, named
     tuples, tuples, lists and mappings (keys too); other values as they are."""
@@ -204,6 +233,7 @@ class OpenAIBackend:
                 )
         if not timeout > 0:
             raise LLMConfigError(f"timeout: expected seconds > 0, got {timeout!r}")
+        self._check_url(base_url)
         if not isinstance(pool_size, int) or pool_size < 1:
             raise LLMConfigError(f"pool_size: expected an int >= 1, got {pool_size!r}")
         self.base_url = base_url
@@ -218,6 +248,20 @@ class OpenAIBackend:
         self._sent_to: str | None = None
         # what the endpoint did in this run, for the wording of connection errors
         self._history = EndpointHistory()
+
+    @staticmethod
+    def _check_url(base_url: str | None) -> None:
+        """Refuse a base URL (or ``$OPENAI_BASE_URL``, the SDK's fallback) that cannot reach an
+        endpoint, at once rather than after every retry."""
+        where, url = "base_url", base_url
+        if url is None and os.environ.get("OPENAI_BASE_URL") is not None:
+            where, url = "$OPENAI_BASE_URL", os.environ["OPENAI_BASE_URL"]
+        if url is None:
+            return
+        try:
+            check_base_url(url, where)
+        except ValueError as exc:
+            raise LLMConfigError(f"{exc} (the base URL of the endpoint)") from None
 
     @property
     def endpoint(self) -> str:
