@@ -37,8 +37,7 @@ def _one_run(args: tuple[str, int, int | None, str]) -> tuple[float, float, floa
     from threadpoolctl import threadpool_limits
 
     from prefduel.runner.cell import run_cell
-    from prefduel.worlds import get_world
-    from prefduel.worlds.rosters import get_roster
+    from prefduel.worlds import get_roster, get_world
     from prefduel.worlds.tutorsim import generate_world
 
     if arrivals is None:

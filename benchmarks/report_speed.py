@@ -7,8 +7,8 @@ real students (so the per-profile breakdown has real profiles), curves with lear
 within sessions, per-student difficulty, and all fields of ``run_cell`` rows. Printed with the
 ratio to the target and to a reference measured in the same run: reading the rows with
 ``ResultsStore`` and summarizing them with ``summarize_rows`` (what ``prefduel stats``
-does). Also shown: the per-profile breakdown's students tables through ``get_students`` against
-the estimated cost of regenerating every world with ``get_world``.
+does). Also shown: the per-profile breakdown's students tables through
+``WorldSpec.students`` against the estimated cost of regenerating every world with ``get_world``.
 
     python benchmarks/report_speed.py
     python benchmarks/report_speed.py --seeds 8 --keep /tmp/speed
@@ -33,7 +33,7 @@ from prefduel.runner.references import REFERENCES
 from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.runner.store import ResultsStore
 from prefduel.stats.table import summarize_rows
-from prefduel.worlds.rosters import ROSTERS, get_students, get_world
+from prefduel.worlds import ROSTERS, get_world, parse_world
 
 TARGET = 30.0
 WORLDS = ("test-profiles", "test-composite", "test-quirky")
@@ -73,7 +73,7 @@ def synthesize(path: Path, seeds: int) -> int:
         for world in WORLDS:
             n = ROSTERS[world].arrivals
             for seed in range(seeds):
-                students, index = get_students(world, seed, allow_test=True)
+                students, index = parse_world(world).students(seed, allow_test=True)
                 hard = np.array([_difficulty(students[i]["profile"]) for i in index])[:, None]
                 rng = stream(seed, "bench", world)
                 shared = rng.gamma(4.0, 0.25, size=(n, ROUNDS))  # common random numbers
@@ -120,13 +120,13 @@ def main() -> None:
     start = time.perf_counter()
     for world in WORLDS:
         for seed in range(args.seeds):
-            get_students(world, seed, allow_test=True)
+            parse_world(world).students(seed, allow_test=True)
     t_students = time.perf_counter() - start
     start = time.perf_counter()
     get_world(WORLDS[0], 0, allow_test=True)
     t_world = (time.perf_counter() - start) * len(WORLDS) * args.seeds
     print(
-        f"students tables (get_students) x {len(WORLDS) * args.seeds}  {t_students:6.2f} s   "
+        f"students tables (WorldSpec.students) x {len(WORLDS) * args.seeds}  {t_students:6.2f} s   "
         f"(get_world for all: ~{t_world:.0f} s estimated)"
     )
 

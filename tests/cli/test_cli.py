@@ -19,7 +19,7 @@ from prefduel.core.errors import SpecError
 from prefduel.runner.references import REFERENCES
 from prefduel.runner.store import ResultsStore
 from prefduel.stats.table import format_table, summarize_rows
-from prefduel.worlds.rosters import get_roster
+from prefduel.worlds import get_roster
 
 
 def _run(toy_world: str, out: Path, *extra: str) -> list[str]:

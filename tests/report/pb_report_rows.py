@@ -18,7 +18,7 @@ from prefduel import __version__
 from prefduel.core.rng import stream
 from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.runner.sweep import sweep
-from prefduel.worlds.rosters import get_students
+from prefduel.worlds import parse_world
 
 #: Hidden profiles of the toy world's 4 students (arrival a is student a % 4).
 TOY_PROFILES = ("alpha", "beta", "alpha", "gamma")
@@ -83,4 +83,4 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 def roster_size(world: str, seed: int = 0) -> int:
     """Number of arrivals of a roster (from its students table)."""
-    return int(np.asarray(get_students(world, seed, allow_test=True)[1]).size)
+    return int(np.asarray(parse_world(world).students(seed, allow_test=True)[1]).size)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import sys
-import types
 
 import pytest
 from pb_report_rows import read_rows, sweep_results, write_rows
@@ -92,10 +89,7 @@ def test_warnings_go_to_stderr(toy, tmp_path, capsys):
 
 
 def _fake_pages(monkeypatch, widget):
-    module = types.ModuleType("prefduel.pages")
-    module.__spec__ = importlib.machinery.ModuleSpec("prefduel.pages", None)
-    module.play_widget = widget
-    monkeypatch.setitem(sys.modules, "prefduel.pages", module)
+    monkeypatch.setattr("prefduel.report.build.play_widget", widget)
 
 
 def test_play_widget_is_embedded_when_pages_has_one(toy, tmp_path, monkeypatch):

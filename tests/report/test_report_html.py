@@ -19,7 +19,7 @@ from prefduel.report.compute import group_breakdown
 from prefduel.runner.store import ResultsStore
 from prefduel.stats.paired import paired_gains, profile_breakdown, round_curve
 from prefduel.stats.table import summarize_rows
-from prefduel.worlds.rosters import get_world
+from prefduel.worlds import get_world
 from prefduel.worlds.world import load_world
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

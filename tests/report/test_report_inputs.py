@@ -292,7 +292,7 @@ def test_unknown_world_name_skips_the_profiles(tmp_path):
 def test_out_must_be_a_directory(tmp_path, toy):
     rows, _ = toy
     path = write_rows(tmp_path / "r.jsonl", rows)
-    with pytest.raises(SpecError, match=r"--out .*r\.jsonl exists and is not a directory"):
+    with pytest.raises(SpecError, match=r"report folder .*r\.jsonl is an existing file"):
         build_report(path, path)
 
 

@@ -26,7 +26,8 @@ from prefduel.core.errors import (
 )
 from prefduel.runner.references import REFERENCES
 from prefduel.runner.store import ResultsFileWarning, ResultsStore
-from prefduel.runner.sweep import sweep, world_label
+from prefduel.runner.sweep import sweep
+from prefduel.worlds import world_label
 
 
 def _keys(rows: list[dict]) -> list[tuple]:

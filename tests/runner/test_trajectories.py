@@ -13,7 +13,7 @@ from prefduel import __version__
 from prefduel.core.errors import ResultsFileError, SpecError, UnknownIdError
 from prefduel.policies.loading import resolve_spec
 from prefduel.runner import run_cell
-from prefduel.runner.sweep import labelled_world, sweep
+from prefduel.runner.sweep import sweep
 from prefduel.runner.trajectories import (
     CellClicks,
     CellNotFoundError,
@@ -26,6 +26,7 @@ from prefduel.runner.trajectories import (
     replay_cell,
     replay_trajectory,
 )
+from prefduel.worlds import parse_world
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def test_replay_reproduces_the_cell_that_was_run(toy_run, seed, policy):
     assert isinstance(clicks, CellClicks)
     assert clicks.world is cell.world and clicks.policy == policy
     assert arrivals == list(range(cell.world.N))
-    fresh = run_cell(labelled_world(path, seed), policy, keep_trajectory=True)["trajectory"]
+    fresh = run_cell(parse_world(path).make(seed), policy, keep_trajectory=True)["trajectory"]
     for name in ("first", "second", "outcome"):
         got, want = getattr(clicks.trajectory, name), getattr(fresh, name)
         assert got.shape == (12, 24)

@@ -9,7 +9,7 @@ import pytest
 
 from prefduel.core.errors import UnknownIdError
 from prefduel.runner.references import reference_rows
-from prefduel.worlds.rosters import get_roster, get_world, is_roster, is_world_path
+from prefduel.worlds import get_roster, get_world, world_kind
 from prefduel.worlds.tutorsim import generate_students
 from prefduel.worlds.tutorsim_data import CURRENT_VERSION, load_tutorsim_data
 
@@ -65,7 +65,7 @@ def test_template_students_get_the_shared_taste():
 
 
 def test_version_suffix_is_validated():
-    assert is_roster("dev@1") and is_roster("dev") and not is_world_path("dev@1")
+    assert world_kind("dev@1") == world_kind("dev") == "roster"
     with pytest.raises(UnknownIdError, match=r"generator version '7'.*known versions: 1, 2"):
         get_roster("dev@7")
     with pytest.raises(UnknownIdError, match="unknown roster 'nope'"):

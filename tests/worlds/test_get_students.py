@@ -1,4 +1,4 @@
-"""``get_students``: the students table of a world without generating the world."""
+"""``WorldSpec.students``: the students table of a world without generating the world."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ import pytest
 
 from pb_toys import save_world
 from prefduel.core.errors import LockedRosterError, UnknownIdError
-from prefduel.worlds.rosters import ROSTERS, get_students, get_world
+from prefduel.worlds import ROSTERS, get_world, parse_world
+
+
+def get_students(name, seed, allow_test=False):
+    return parse_world(name).students(seed, allow_test=allow_test)
 
 #: Every roster (each kind of students) at its own seed, and a second seed for the kinds whose
 #: tables depend most on the draws (template combinations with quirks, permutations).

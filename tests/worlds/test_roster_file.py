@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from prefduel.core.errors import LockedRosterError, PrefduelError
+from prefduel.worlds import get_roster, get_world, world_kind
 from prefduel.worlds.roster_file import RosterFileError
-from prefduel.worlds.rosters import get_roster, get_world, is_world_path
 from prefduel.worlds.tutorsim import generate_students
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def test_the_example_roster_generates_new_students(example):
     # the cheap student lookup agrees with the world
     students, index = generate_students(roster, 0)
     assert students == world.students and np.array_equal(index, world.student_index)
-    assert not is_world_path(example)
+    assert world_kind(example) == "roster-file"
 
 
 def test_new_quirks_and_template_settings(tmp_path):

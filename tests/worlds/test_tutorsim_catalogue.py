@@ -7,7 +7,7 @@ import pytest
 
 from prefduel.core.errors import WorldFormatError
 from prefduel.core.rng import stream
-from prefduel.worlds.rosters import get_roster
+from prefduel.worlds import get_roster
 from prefduel.worlds.tutorsim import generate_students
 from prefduel.worlds.tutorsim_catalogue import (
     Chain,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 
 from prefduel.core.btl import btl_matrix
 from prefduel.core.errors import WorldFormatError
-from prefduel.worlds import World, get_world, is_world_path, load_world
+from prefduel.worlds import World, get_world, load_world, world_kind, world_label
 from prefduel.worlds.world import ARRAY_NAMES
 
 
@@ -79,11 +80,13 @@ def test_digest_sees_every_array():
 
 def test_get_world_loads_a_stored_world(stored):
     world, path = stored
-    assert is_world_path(str(path))
+    assert world_kind(str(path)) == "stored"
     loaded = get_world(str(path), seed=41)  # the stored seed: the world as stored
-    _assert_same(world, loaded)
+    label = world_label(str(path))
+    _assert_same(dataclasses.replace(world, roster=label), loaded)
     assert loaded.seed == 41
-    assert loaded.name == "tiny"
+    assert loaded.name == label == os.path.normpath(str(path))  # named as result rows name it
+    assert load_world(path).name == "tiny"  # the file keeps the name it was saved with
 
 
 def test_other_seeds_of_a_stored_world_are_replicates(stored):

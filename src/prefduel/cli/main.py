@@ -47,7 +47,7 @@ from prefduel.runner.store import ResultsStore
 from prefduel.runner.sweep import sweep
 from prefduel.stats.sections import StatsOptions, parse_names, stats_report, summary_report
 from prefduel.stats.table import FORMATS, format_table, summarize_rows
-from prefduel.worlds.rosters import ROSTERS, get_roster, is_roster
+from prefduel.worlds import ROSTERS, get_roster, world_kind
 
 PROG = "prefduel"
 DEFAULT_POLICIES = "random,notransfer,pooled,coduel"
@@ -346,7 +346,7 @@ def _sweep_args(args: argparse.Namespace, results: str) -> list[dict[str, Any]]:
 def _note_seeds_beyond_protocol(worlds: list[str], seeds: list[int]) -> None:
     """Say so when seeds go beyond a roster's reporting protocol (allowed, but worth knowing)."""
     for name in worlds:
-        if not is_roster(name):
+        if world_kind(name) not in ("roster", "roster-file"):
             continue
         try:
             protocol = get_roster(name).seeds

@@ -25,8 +25,8 @@ from prefduel.core.outputs import output_file
 from prefduel.pages._html import check_arrival
 from prefduel.pages.play import play_page
 from prefduel.pages.replay import replay_page
-from prefduel.runner.sweep import labelled_world
 from prefduel.runner.trajectories import find_cell, replay_cell
+from prefduel.worlds.spec import parse_world
 from prefduel.worlds.world import World
 
 
@@ -84,7 +84,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
 
 def _world(name: str, seed: int, allow_test: bool) -> World:
     """The world as the sweep builds it: labelled like result rows, with the requested seed."""
-    return labelled_world(name, seed, allow_test=allow_test)
+    return parse_world(name).make(seed, allow_test=allow_test)
 
 
 def _write(path: str, text: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from prefduel import __version__
 from prefduel.core.errors import PrefduelError, SpecError
 from prefduel.core.outputs import output_dir
+from prefduel.pages import play_widget
 from prefduel.report.compute import StudentsFn, WorldReport, compute_report
 from prefduel.report.data import ReportInput, ReportWarning, canonical_policy, load_input
 from prefduel.report.figures import (
@@ -31,6 +32,7 @@ from prefduel.report.figures import (
 )
 from prefduel.report.html import Page, render, seed_text, settings_value
 from prefduel.report.labels import report_labels, slug
+from prefduel.worlds.spec import get_world
 
 REPORT_NAME = "report.html"
 FIGURE_DIR = "figures"
@@ -127,13 +129,9 @@ def play_fragment(reports: Sequence[WorldReport], allow_test: bool) -> tuple[str
         ``(html or None, caption, status)``: the fragment, the sentence introducing it, and a
         status line for the settings section (why it is missing, if it is).
     """
-    from prefduel.pages import play_widget
-
     if not reports or not reports[0].seeds:
         return None, "", "not available (no world)"
     world_name, seed = reports[0].world, reports[0].seeds[0]
-    from prefduel.worlds.rosters import get_world
-
     try:
         world = get_world(world_name, seed, allow_test=allow_test)
         fragment = str(play_widget(world, arrival=0))
@@ -279,7 +277,9 @@ def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
     """`build_report` with its options gathered: read, compute, draw, write the page."""
     start = time.perf_counter()
     if out.exists() and not out.is_dir():
-        raise SpecError(f"--out {out} exists and is not a directory")
+        raise SpecError(
+            f"report folder {out} is an existing file, not a folder; give a folder path"
+        )
     skipped = _figures_skipped(run)
     run = replace(run, competitor=canonical_policy(run.competitor))
     data = load_input(
@@ -290,6 +290,7 @@ def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
         always=[run.competitor],
     )
     timings = {"read": time.perf_counter() - start}
+    output_dir(out, "report folder", SpecError)  # before the work: nothing computed is lost
     with _timed(timings, "compute"):
         reports, gain_notes = compute_report(
             data,
@@ -301,7 +302,6 @@ def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
         notes = gain_notes + [n for r in reports for n in r.notes]
         for note in notes:
             warnings.warn(note, ReportWarning, stacklevel=3)  # at build_report's caller
-    out.mkdir(parents=True, exist_ok=True)
     with _timed(timings, "figures"):
         names = [p for r in reports for p in r.policies]
         colors = policy_colors(names, run.competitor if run.competitor in names else None)
@@ -374,7 +374,7 @@ def build_report(
         command: Command line to record in the report.
         title: Page title.
         students: ``(world, seed) -> (students, student_index)`` (default: cheap tables
-            from `prefduel.worlds.rosters.get_students`).
+            from `prefduel.worlds.WorldSpec.students`).
         figures: Draw the figures; False writes a page of tables only (quick looks, tests).
             Without matplotlib the page has every table and, where each figure would be, a
             note saying how to install it (``result.figures_skipped``, also issued once as a
@@ -400,4 +400,4 @@ def build_report(
         students=students,
         figures=figures,
     )
-    return _build(results, output_dir(out_dir, "report folder", SpecError), run)
+    return _build(results, Path(out_dir), run)

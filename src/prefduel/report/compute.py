@@ -24,7 +24,7 @@ from prefduel.stats.paired import (
     round_curve,
 )
 from prefduel.stats.table import summarize_rows
-from prefduel.worlds.rosters import get_students, is_roster, is_world_path
+from prefduel.worlds.spec import parse_world, world_kind
 from prefduel.worlds.tutorsim_data import load_tutorsim_data
 
 #: Above this many distinct profiles in a world, students are grouped by trait value instead.
@@ -284,14 +284,14 @@ def profile_table(
 
 
 def cached_students(allow_test: bool) -> StudentsFn:
-    """``(world, seed) -> (students, student_index)`` via `get_students`, memoized per
+    """``(world, seed) -> (students, student_index)`` (`WorldSpec.students`), memoized per
     ``(world, seed)`` (each seed of a stored world is its own arrival order)."""
     cache: dict[tuple[str, int], tuple[list[dict[str, Any]], np.ndarray]] = {}
 
     def load(world: str, seed: int) -> tuple[list[dict[str, Any]], np.ndarray]:
         key = (world, int(seed))
         if key not in cache:
-            cache[key] = get_students(world, int(seed), allow_test=allow_test)
+            cache[key] = parse_world(world).students(int(seed), allow_test=allow_test)
         return cache[key]
 
     return load
@@ -481,7 +481,7 @@ def _profiles(
     """`profile_table`, or None with a note saying why the breakdown is missing."""
     if not rows:
         return None
-    if not is_world_path(world) and not is_roster(world):
+    if world_kind(world) is None:
         notes.append(
             f"no per-profile breakdown for {world}: it is neither a roster id nor a stored "
             "world found from the current directory, so its students cannot be read"

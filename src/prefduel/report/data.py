@@ -35,7 +35,7 @@ from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.core.registry import parse_spec, split_specs
 from prefduel.runner.rows import curve_problem, number_problem, row_version, versions_note
 from prefduel.runner.store import ResultsFileWarning, ResultsStore
-from prefduel.runner.sweep import world_label
+from prefduel.worlds.spec import world_label
 
 #: At most this many offending lines are quoted in a message.
 MAX_QUOTED = 5

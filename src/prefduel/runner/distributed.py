@@ -32,9 +32,7 @@ from prefduel import __version__
 from prefduel.core.errors import SpecError
 from prefduel.policies.loading import split_external
 from prefduel.runner.dask_futures import ClusterError, DaskExecutor
-from prefduel.runner.sweep import world_label
-from prefduel.worlds.roster_file import is_roster_file
-from prefduel.worlds.rosters import is_world_path
+from prefduel.worlds.spec import world_kind, world_label
 
 #: How to install the optional dependency.
 INSTALL_HINT = 'pip install "prefduel[dask]"'
@@ -85,7 +83,7 @@ def worker_needs(worlds: Sequence[str], policies: Sequence[str]) -> tuple[list[s
     modules: list[str] = []
     for name in worlds:
         label = world_label(name)
-        if label and (is_world_path(label) or is_roster_file(label)) and os.path.exists(label):
+        if label and world_kind(label) in ("roster-file", "stored") and os.path.exists(label):
             paths.append(label)
     for spec in policies:
         try:

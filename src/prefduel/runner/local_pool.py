@@ -58,7 +58,8 @@ class LocalPool:
     def running(self) -> list[str]:
         """The units that were started and not finished, described (from the marks)."""
         with contextlib.suppress(OSError):
-            return sorted(p.read_text(encoding="utf-8") for p in self.marks.iterdir())
+            marks = (p for p in self.marks.iterdir() if not p.suffix)
+            return sorted(text for p in marks if (text := p.read_text(encoding="utf-8")))
         return []
 
     def stop(self) -> None:
@@ -75,8 +76,10 @@ class LocalPool:
 
 def _marked(fn: Callable[[Any], Any], unit: UnitLike, marks: str) -> Any:
     mark = Path(marks) / f"{os.getpid()}"
-    with contextlib.suppress(OSError):
-        mark.write_text(describe_unit(unit), encoding="utf-8")
+    with contextlib.suppress(OSError):  # written whole, then renamed: never read half-written
+        scratch = mark.with_suffix(".new")
+        scratch.write_text(describe_unit(unit), encoding="utf-8")
+        os.replace(scratch, mark)
     result = fn(unit)
     with contextlib.suppress(OSError):
         mark.unlink()

@@ -16,10 +16,8 @@ the store as units finish (so the file order may vary between runs, the rows do 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import numbers
-import os
 import sys
 import uuid
 from collections import Counter
@@ -35,7 +33,6 @@ from tqdm import tqdm
 
 from prefduel import __version__ as VERSION
 from prefduel.core.errors import (
-    LockedRosterError,
     PolicyError,
     PrefduelError,
     ResultsFileError,
@@ -49,8 +46,7 @@ from prefduel.runner.local_pool import LocalPool
 from prefduel.runner.references import REFERENCES, reference_rows
 from prefduel.runner.rows import row_key, row_version
 from prefduel.runner.store import ResultsStore
-from prefduel.worlds.roster_file import is_roster_file, roster_file_label
-from prefduel.worlds.rosters import get_roster, get_world, is_world_path
+from prefduel.worlds.spec import parse_world
 from prefduel.worlds.world import World, load_world
 
 ReferenceFn = Callable[[World], list[dict[str, Any]]]
@@ -67,7 +63,7 @@ class Unit:
         seed: World seed.
         policies: Canonical policy specs still to run.
         references: Compute the reference rows too.
-        allow_test: Passed to `get_world`.
+        allow_test: Passed to `WorldSpec.make`.
         reference_fn: Replacement for ``reference_rows`` (tests, extensions); must be picklable.
         sweep_id: Identifies the sweep, so a worker reuses a world it built for an earlier
             unit of the same sweep (never one from an earlier sweep, whose files may differ).
@@ -94,38 +90,13 @@ class UnitResult:
 # -- validation ------------------------------------------------------------------------------
 
 
-def world_label(name: str) -> str:
-    """The label a world carries in result rows: the roster id, the normalized path of a
-    roster file, or the normalized path of a stored world (``./w/``, ``w/world.json`` -> ``w``;
-    a directory named like a roster keeps its ``./``)."""
-    name = name.strip()
-    if is_roster_file(name):
-        return roster_file_label(name)
-    if not is_world_path(name):
-        return name
-    path = Path(name)
-    if path.name == "world.json":
-        path = path.parent
-    label = os.path.normpath(str(path))
-    # keep a directory that is named like a roster (./dev) distinguishable from the roster
-    return label if is_world_path(label) else os.path.join(os.curdir, label)
-
-
 def _check_world(name: str, allow_test: bool) -> str:
-    """Validate one world name (cheaply for rosters, by loading for stored worlds)."""
-    label = world_label(name)
-    if not label:
-        raise SpecError("empty world name")
-    if is_world_path(label):
-        load_world(label)
-        return label
-    roster = get_roster(label)
-    if roster.locked and not allow_test:
-        raise LockedRosterError(
-            f"roster {label!r} is a locked held-out roster; pass allow_test=True "
-            "(CLI: --allow-test) to run it, once, for reporting"
-        )
-    return label
+    """Validate one world name (cheaply for rosters, by loading for stored worlds); its label."""
+    spec = parse_world(name)
+    spec.check_allowed(allow_test)
+    if spec.kind == "stored":
+        load_world(spec.label)
+    return spec.label
 
 
 def _check_policy(spec: str) -> str:
@@ -256,28 +227,15 @@ def _refuse_other_versions(
 # -- running ---------------------------------------------------------------------------------
 
 
-def labelled_world(name: str, seed: int, *, allow_test: bool = False) -> World:
-    """The world of ``name`` and ``seed`` as the sweep runs it: named by its result-row label.
-
-    A roster's world already carries its label; a stored world (each seed a replicate) gets
-    its normalized path, so that the rows, the pages and the rankings name it alike.
-    """
-    label = world_label(name)
-    world = get_world(label, seed, allow_test=allow_test)
-    if world.roster != label:
-        world = dataclasses.replace(world, roster=label)
-    return world
-
-
 def _unit_world(unit: Unit) -> World:
-    """The world of a unit, labelled with the unit's name (`labelled_world`); a worker builds
+    """The world of a unit, labelled with the unit's name (`WorldSpec.make`); a worker builds
     each world of a sweep once and reuses it for that world's other cells."""
     return _cached_world(unit.world, unit.seed, unit.allow_test, unit.sweep_id)
 
 
 @functools.lru_cache(maxsize=4)
 def _cached_world(name: str, seed: int, allow_test: bool, sweep_id: str) -> World:
-    return labelled_world(name, seed, allow_test=allow_test)
+    return parse_world(name).make(seed, allow_test=allow_test)
 
 
 def _reference_rows(world: World, reference_fn: ReferenceFn | None) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from prefduel.core.errors import ResultsFileError
 from prefduel.policies.loading import PolicySpec, resolve_spec
 from prefduel.runner.cell import Trajectory, run_cell, summarize
 from prefduel.runner.store import ResultsStore
-from prefduel.runner.sweep import labelled_world, world_label
+from prefduel.worlds.spec import parse_world
 from prefduel.worlds.world import World
 
 #: Score fields a re-run must reproduce, in the order they are compared.
@@ -60,7 +60,7 @@ class StoredCell:
     """A finished policy cell of a results file, ready to be re-run.
 
     Attributes:
-        world: The cell's world, labelled like its row (`labelled_world`), with the row's seed.
+        world: The cell's world, labelled like its row (`WorldSpec.make`), with the row's seed.
         spec: The policy, resolved once; ``spec.canonical`` is the row's ``policy``.
         row: The stored result row.
     """
@@ -156,7 +156,7 @@ def find_cell(
     Args:
         results: A results file, or its rows.
         world: A roster id, roster file or stored world, as given to the sweep (any spelling
-            of its label, see `world_label`).
+            of its label, see `prefduel.worlds.world_label`).
         seed: The cell's seed.
         policy: A policy spec (any order of settings), or one already resolved.
         allow_test: Allow building the locked held-out ``test-*`` rosters.
@@ -165,11 +165,12 @@ def find_cell(
         ResultsFileError: the results file is missing or damaged.
         CellNotFoundError: the rows have no such cell.
         PrefduelError: the world or the policy spec is not valid (the usual errors of
-            `labelled_world` and `resolve_spec`).
+            `WorldSpec.make` and `resolve_spec`).
     """
     rows = load_rows(results) if isinstance(results, (str, Path)) else results
-    label = world_label(world)
-    built = labelled_world(label, seed, allow_test=allow_test)
+    world_spec = parse_world(world)
+    label = world_spec.label
+    built = world_spec.make(seed, allow_test=allow_test)
     spec = resolve_spec(policy)
     return StoredCell(built, spec, find_row(rows, label, seed, spec.canonical))
 

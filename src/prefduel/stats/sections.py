@@ -25,7 +25,6 @@ from prefduel.core.registry import parse_spec, split_specs
 from prefduel.policies.loading import display_names
 from prefduel.runner.rows import number_problem, versions_note
 from prefduel.runner.store import ResultsFileWarning
-from prefduel.runner.sweep import world_label
 from prefduel.stats.paired import learning_curve, paired_gains, profile_breakdown, round_curve
 from prefduel.stats.table import (
     StatsBlock,
@@ -37,7 +36,7 @@ from prefduel.stats.table import (
     summary_blocks,
     summary_records,
 )
-from prefduel.worlds.rosters import get_world
+from prefduel.worlds.spec import get_world, world_label
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import numpy as np
 from prefduel.core.document import NO_VALUE, Cell, Paragraph, Table, number
 from prefduel.core.document_text import markdown_escape, table_csv, table_markdown, table_text
 from prefduel.policies.loading import display_names
-from prefduel.worlds.rosters import is_world_path
+from prefduel.worlds.spec import world_kind
 
 FORMATS = ("text", "md", "csv", "json")
 
@@ -38,7 +38,7 @@ def replicates(world: str) -> str:
     utilities and clicks. Seeds of a stored world share its judged data: each is one arrival
     order and one set of click draws (`prefduel.worlds.world.replicate`).
     """
-    if is_world_path(world):
+    if world_kind(world) == "stored":
         return "1 stored world: each seed re-orders its arrivals and redraws its clicks"
     return "each seed an independent world"
 

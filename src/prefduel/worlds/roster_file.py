@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from prefduel.core.errors import WorldFormatError
 from prefduel.core.yamlfile import read_yaml
+from prefduel.worlds.rosters import ROSTERS, builtin_roster, is_roster, is_roster_file
 from prefduel.worlds.tutorsim_data import (
     DEFAULT_PARAMS,
     Profile,
@@ -50,7 +51,6 @@ from prefduel.worlds.tutorsim_data import (
 )
 from prefduel.worlds.world import MAX_ARRIVALS
 
-ROSTER_FILE_SUFFIXES = (".yaml", ".yml")
 STUDENT_KINDS = ("profiles", "composite", "quirky", "scrambled", "isotropic")
 PROFILE_KINDS = ("dev-profiles", "heldout-profiles")
 INT_PARAMS = {"judge_samples", "quirks_per_student"}
@@ -100,11 +100,6 @@ class _RosterFileModel(_Strict):
     quirks: Any = None
     template: _Template | None = None
     params: dict[str, float | int] | None = None
-
-
-def is_roster_file(name: str) -> bool:
-    """True when ``name`` is the path of a roster file (``.yaml`` or ``.yml``)."""
-    return name.strip().lower().endswith(ROSTER_FILE_SUFFIXES)
 
 
 def roster_file_label(name: str) -> str:
@@ -265,8 +260,6 @@ def load_roster_file(path: str | Path) -> dict[str, Any]:
             values.
         UnknownIdError: an unknown base roster.
     """
-    from prefduel.worlds.rosters import ROSTERS, get_roster, is_roster
-
     file = Path(path)
     doc = read_yaml(file, "roster file", RosterFileError)
     if not isinstance(doc, dict):
@@ -281,7 +274,7 @@ def load_roster_file(path: str | Path) -> dict[str, Any]:
             f"roster file {file}: base: {spec.base!r} is not a built-in roster id; "
             f"allowed: {', '.join(ROSTERS)} (optionally ROSTER@VERSION)"
         )
-    base = get_roster(spec.base)
+    base = builtin_roster(spec.base)
     try:
         data, params, profiles = _apply(_Loader(file, spec, base.tutorsim_data()))
     except RosterFileError:

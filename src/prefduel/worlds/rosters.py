@@ -1,15 +1,14 @@
-"""The roster table: which students, topics and arrivals each TutorDuel roster uses."""
+"""The roster table: which students, topics and arrivals each TutorDuel roster uses.
+
+Only the table and the names it answers to live here; turning a name into a world is
+`prefduel.worlds.spec`'s job (roster files, stored worlds, the generator registry).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from prefduel.core.errors import LockedRosterError, UnknownIdError
-from prefduel.worlds.roster_file import is_roster_file, load_roster_file
+from prefduel.core.errors import UnknownIdError
 from prefduel.worlds.tutorsim_data import (
     CURRENT_VERSION,
     DEFAULT_PARAMS,
@@ -18,10 +17,11 @@ from prefduel.worlds.tutorsim_data import (
     TutorSimParams,
     load_tutorsim_data,
 )
-from prefduel.worlds.world import World, load_world, replicate
 
 #: Separates a roster id from a generator version: ``test-profiles@1``.
 VERSION_SEP = "@"
+#: A world name ending so is a roster file.
+ROSTER_FILE_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True)
@@ -145,16 +145,17 @@ ROSTERS: dict[str, Roster] = {
 }
 
 
-def get_roster(roster_id: str) -> Roster:
-    """Look up a roster by id, optionally with a generator version (``test-profiles@1``), or
-    read a roster file (``my-roster.yaml``, see `prefduel.worlds.roster_file`).
+def is_roster_file(name: str) -> bool:
+    """True when ``name`` is the path of a roster file (``.yaml`` or ``.yml``)."""
+    return name.strip().lower().endswith(ROSTER_FILE_SUFFIXES)
+
+
+def builtin_roster(roster_id: str) -> Roster:
+    """A built-in roster by id, optionally with a generator version (``test-profiles@1``).
 
     Raises:
         UnknownIdError: listing the known rosters, or the known generator versions.
-        RosterFileError: a roster file that is missing or invalid (names file and field).
     """
-    if is_roster_file(roster_id):
-        return Roster(**load_roster_file(roster_id))
     base, sep, version_text = roster_id.partition(VERSION_SEP)
     try:
         roster = ROSTERS[base]
@@ -181,74 +182,3 @@ def is_roster(name: str) -> bool:
         return True
     base, sep, version_text = name.partition(VERSION_SEP)
     return base in ROSTERS and (not sep or version_text.isdigit())
-
-
-def is_world_path(name: str) -> bool:
-    """True when ``name`` refers to a stored world on disk rather than a roster id."""
-    return not is_roster(name) and (
-        "/" in name or "\\" in name or name.endswith("world.json") or Path(name).is_dir()
-    )
-
-
-def get_world(name: str, seed: int, *, allow_test: bool = False) -> World:
-    """Build (roster id) or load (stored world path) a world.
-
-    Args:
-        name: A roster id from `ROSTERS` or the directory of a stored world.
-        seed: The world seed. For a stored world, the replicate: seed ``s`` re-orders its
-            arrivals and redraws its clicks (`prefduel.worlds.world.replicate`); the seed
-            recorded in the file gives the world as stored.
-        allow_test: Required for locked ``test-*`` rosters.
-
-    Raises:
-        UnknownIdError: unknown roster id.
-        LockedRosterError: a locked roster without ``allow_test``.
-        WorldFormatError: a stored world that is missing or corrupt.
-    """
-    if is_world_path(name):
-        return replicate(load_world(name), seed)
-    roster = get_roster(name)
-    if roster.locked and not allow_test:
-        raise LockedRosterError(
-            f"roster {name!r} is a locked held-out roster; pass allow_test=True "
-            "(CLI: --allow-test) to run it, once, for reporting"
-        )
-    from prefduel.worlds.tutorsim import generate_world
-
-    return generate_world(roster, seed)
-
-
-def get_students(
-    name: str, seed: int, *, allow_test: bool = False
-) -> tuple[list[dict[str, Any]], np.ndarray]:
-    """The ``students`` table and ``student_index`` of ``get_world(name, seed)``, cheaply.
-
-    For a roster id only the student streams are drawn (milliseconds instead of building the
-    whole world); a stored world is loaded. Same checks and errors as `get_world`.
-
-    Args:
-        name: A roster id from `ROSTERS` or the directory of a stored world.
-        seed: The world seed (for a stored world, the replicate, as in `get_world`).
-        allow_test: Required for locked ``test-*`` rosters.
-
-    Returns:
-        ``(students, student_index)``: the student dicts and the ``(N,)`` row of ``students``
-        for each arrival, equal to the world's fields.
-
-    Raises:
-        UnknownIdError: unknown roster id.
-        LockedRosterError: a locked roster without ``allow_test``.
-        WorldFormatError: a stored world that is missing or corrupt.
-    """
-    if is_world_path(name):
-        world = replicate(load_world(name), seed)
-        return world.students, world.student_index
-    roster = get_roster(name)
-    if roster.locked and not allow_test:
-        raise LockedRosterError(
-            f"roster {name!r} is a locked held-out roster; pass allow_test=True "
-            "(CLI: --allow-test) to read its students"
-        )
-    from prefduel.worlds.tutorsim import generate_students
-
-    return generate_students(roster, seed)

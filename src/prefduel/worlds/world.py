@@ -39,6 +39,7 @@ import numpy as np
 
 from prefduel.core.errors import WorldFormatError
 from prefduel.core.rng import stream
+from prefduel.worlds.rosters import is_roster, is_roster_file
 
 FORMAT = "prefduel-world"
 FORMAT_VERSION = 1
@@ -86,19 +87,41 @@ class World:
         return self.Phi.shape[3]
 
     def click(self, arrival: int, rnd: int, first: int, second: int) -> int:
-        """The click for showing ``(first, second)`` in round ``rnd`` of ``arrival``.
-
-        The one click rule of the benchmark (common random numbers): the click is drawn in
-        canonical order, ``y = u < P[min(i, j), max(i, j)]``, then flipped when the larger index
-        was listed first, so ``(i, j)`` and ``(j, i)`` get the same click, and two policies that
-        show the same pair get the same click.
+        """The click for showing ``(first, second)`` in round ``rnd`` of ``arrival`` (see
+        `clicks`, the rule).
 
         Returns:
             1 if ``first`` wins the click, else 0.
         """
-        lo, hi = (first, second) if first < second else (second, first)
-        y = int(self.u[arrival, rnd] < self.P[arrival, rnd, lo, hi])
-        return 1 - y if first > second else y
+        return int(self.clicks(arrival, rnd, first, second))
+
+    def clicks(
+        self,
+        arrivals: np.ndarray | int,
+        rnd: int,
+        first: np.ndarray | int,
+        second: np.ndarray | int,
+    ) -> np.ndarray:
+        """The one click rule of the benchmark (common random numbers), elementwise.
+
+        The click is drawn in canonical order, ``y = u < P[min(i, j), max(i, j)]``, then
+        flipped when the larger index was listed first, so ``(i, j)`` and ``(j, i)`` get the
+        same click, and two policies that show the same pair get the same click.
+
+        Args:
+            arrivals: Arrival indices ``(n,)`` (or one index).
+            rnd: The round.
+            first: First shown persona of each arrival ``(n,)`` (or one index).
+            second: Second shown persona ``(n,)``, different from ``first``.
+
+        Returns:
+            ``(n,)`` booleans (a numpy boolean for one index): True where ``first`` won.
+        """
+        swap = first > second
+        lo = first - (first - second) * swap
+        hi = first + second - lo
+        # numpy booleans on both sides: elementwise for arrays, and fast for one click
+        return (self.u[arrivals, rnd] < self.P[arrivals, rnd, lo, hi]) ^ np.bool_(swap)
 
     @property
     def name(self) -> str:
@@ -255,9 +278,6 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
 
 def _roster_hint(name: str) -> str:
     """A pointer to ``get_world`` when ``name`` is a roster id or roster file, else ''."""
-    from prefduel.worlds.roster_file import is_roster_file
-    from prefduel.worlds.rosters import is_roster  # rosters imports this module
-
     if Path(name).is_dir() or not is_roster(name):
         return ""
     kind = "roster file" if is_roster_file(name) else "roster id"

@@ -1,0 +1,262 @@
+"""World specs: a world name parsed once, and the registry of the generators that build worlds.
+
+Whatever a user types where a world is expected (a roster id ``dev``, ``ROSTER@VERSION``, a
+roster file ``my-roster.yaml``, the folder of a stored world) is parsed once into a
+`WorldSpec`. The spec carries the label result rows use, whether the world is locked, the
+generator version and the generator that builds it; `WorldSpec.make` builds the world for a
+seed and `WorldSpec.students` draws only its students. Gymnasium's ``EnvSpec`` is the model.
+
+Generators are registered by id (`register_generator`): TutorSim builds worlds from rosters,
+``stored`` loads a folder written by `prefduel.worlds.world.World.save` (datagen and other
+families write those) and makes each seed a replicate. A new family of worlds registers a
+generator and says which names it answers to; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from prefduel.core.errors import LockedRosterError, SpecError, UnknownIdError
+from prefduel.worlds import tutorsim
+from prefduel.worlds.roster_file import load_roster_file, roster_file_label
+from prefduel.worlds.rosters import Roster, builtin_roster, is_roster, is_roster_file
+from prefduel.worlds.world import World, load_world, replicate
+
+Kind = Literal["roster", "roster-file", "stored"]
+
+
+class WorldGenerator(Protocol):
+    """Builds the worlds of the specs it is registered for."""
+
+    def make(self, spec: WorldSpec, seed: int) -> World:
+        """The world of ``spec`` for ``seed``."""
+
+    def students(self, spec: WorldSpec, seed: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """The ``students`` table and ``(N,)`` ``student_index`` of ``make(spec, seed)``."""
+
+
+GENERATORS: dict[str, WorldGenerator] = {}
+
+
+def register_generator(generator_id: str, generator: WorldGenerator) -> None:
+    """Register a world generator under an id (`WorldSpec.generator` names it).
+
+    Raises:
+        SpecError: the id is taken.
+    """
+    if generator_id in GENERATORS:
+        raise SpecError(f"world generator {generator_id!r} is already registered")
+    GENERATORS[generator_id] = generator
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """A world name, parsed.
+
+    Attributes:
+        name: What was typed.
+        label: The name worlds and result rows carry: a roster id (``id@version`` for an
+            older generator), a roster file's normalized path, or a stored world's normalized
+            folder (``./dev`` when the folder is named like a roster).
+        kind: ``roster``, ``roster-file`` or ``stored``.
+        generator: Id of the registered generator that builds it.
+        locked: A held-out roster (or a roster file based on one): building it needs
+            ``allow_test=True``.
+        roster: The roster (TutorSim worlds), else None.
+        path: The stored world's folder, else None.
+    """
+
+    name: str
+    label: str
+    kind: Kind
+    generator: str
+    locked: bool = False
+    roster: Roster | None = None
+    path: Path | None = None
+
+    @property
+    def version(self) -> int | None:
+        """The TutorSim generator version (None for a stored world)."""
+        return self.roster.version if self.roster is not None else None
+
+    def check_allowed(self, allow_test: bool, purpose: str = "run it") -> None:
+        """Refuse a locked world without ``allow_test``.
+
+        Raises:
+            LockedRosterError: naming the roster and the flag that unlocks it.
+        """
+        if self.locked and not allow_test:
+            raise LockedRosterError(
+                f"roster {self.label!r} is a locked held-out roster; pass allow_test=True "
+                f"(CLI: --allow-test) to {purpose}, once, for reporting"
+            )
+
+    def make(self, seed: int, *, allow_test: bool = False) -> World:
+        """The world for ``seed``, named by `label`.
+
+        Raises:
+            LockedRosterError: a locked world without ``allow_test``.
+            WorldFormatError: a stored world that is missing or corrupt.
+        """
+        self.check_allowed(allow_test)
+        world = GENERATORS[self.generator].make(self, seed)
+        return world if world.roster == self.label else replace(world, roster=self.label)
+
+    def students(
+        self, seed: int, *, allow_test: bool = False
+    ) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """The ``students`` table and ``(N,)`` ``student_index`` of ``make(seed)``, cheaply
+        where the generator can (TutorSim draws only the student streams).
+
+        Raises:
+            LockedRosterError: a locked world without ``allow_test``.
+        """
+        self.check_allowed(allow_test, purpose="read its students")
+        return GENERATORS[self.generator].students(self, seed)
+
+
+def parse_world(name: str) -> WorldSpec:
+    """Parse a world name: a roster id, ``ROSTER@VERSION``, a roster file or a stored world.
+
+    Roster files are read and validated here, so a bad one fails now; a stored world is only
+    located (`WorldSpec.make` loads it).
+
+    Raises:
+        SpecError: an empty name.
+        UnknownIdError: an unknown roster id or generator version.
+        RosterFileError: a roster file that is missing or invalid (names file and field).
+    """
+    name = name.strip()
+    if not name:
+        raise SpecError("empty world name")
+    if is_roster_file(name):
+        roster = Roster(**load_roster_file(name))
+        label = roster_file_label(name)
+        return WorldSpec(name, label, "roster-file", "tutorsim", roster.locked, roster)
+    if not _is_stored(name):
+        roster = builtin_roster(name)
+        return WorldSpec(name, roster.label, "roster", "tutorsim", roster.locked, roster)
+    label = _stored_label(name)
+    return WorldSpec(name, label, "stored", "stored", path=Path(label))
+
+
+def _is_stored(name: str) -> bool:
+    """A name that refers to a stored world's folder (or its world.json), not a roster."""
+    return not is_roster(name) and (
+        "/" in name or "\\" in name or name.endswith("world.json") or Path(name).is_dir()
+    )
+
+
+def _stored_label(name: str) -> str:
+    """A stored world's label: its normalized folder (``./w/``, ``w/world.json`` -> ``w``)."""
+    path = Path(name)
+    if path.name == "world.json":
+        path = path.parent
+    label = os.path.normpath(str(path))
+    # keep a folder named like a roster (./dev) distinguishable from the roster
+    return label if _is_stored(label) else os.path.join(os.curdir, label)
+
+
+def world_kind(name: str) -> Kind | None:
+    """What a world name is (`WorldSpec.kind`), found without reading any file: None for a
+    name that is no roster id, roster file or stored world's folder."""
+    name = name.strip()
+    if is_roster_file(name):
+        return "roster-file"
+    if _is_stored(name):
+        return "stored"
+    return "roster" if is_roster(name) else None
+
+
+def world_label(name: str) -> str:
+    """The label result rows carry for a world name (`WorldSpec.label`), found without reading
+    any file; a name that is nothing known labels itself (so a filter on it matches nothing)."""
+    name = name.strip()
+    if is_roster_file(name):
+        return roster_file_label(name)
+    if _is_stored(name):
+        return _stored_label(name)
+    try:
+        return builtin_roster(name).label
+    except UnknownIdError:
+        return name
+
+
+def get_roster(name: str) -> Roster:
+    """The roster of a roster id, ``ROSTER@VERSION`` or roster file.
+
+    Raises:
+        UnknownIdError: an unknown roster id or version, or a stored world's path.
+        RosterFileError: a roster file that is missing or invalid.
+    """
+    spec = parse_world(name)
+    if spec.roster is None:
+        raise UnknownIdError(f"{name!r} is a stored world, not a roster")
+    return spec.roster
+
+
+def get_world(name: str, seed: int, *, allow_test: bool = False) -> World:
+    """The world of a name for a seed: ``parse_world(name).make(seed, allow_test=...)``.
+
+    Args:
+        name: A roster id, ``ROSTER@VERSION``, a roster file or a stored world's folder.
+        seed: The world seed. For a stored world, the replicate: seed ``s`` re-orders its
+            arrivals and redraws its clicks (`prefduel.worlds.world.replicate`); the seed
+            recorded in the file gives the world as stored.
+        allow_test: Required for locked ``test-*`` rosters.
+
+    Raises:
+        UnknownIdError: unknown roster id.
+        LockedRosterError: a locked roster without ``allow_test``.
+        WorldFormatError: a stored world that is missing or corrupt.
+    """
+    return parse_world(name).make(seed, allow_test=allow_test)
+
+
+# -- the built-in generators ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _TutorSim:
+    """TutorSim: worlds generated from a roster (`prefduel.worlds.tutorsim`)."""
+
+    def make(self, spec: WorldSpec, seed: int) -> World:
+        return tutorsim.generate_world(_roster(spec), seed)
+
+    def students(self, spec: WorldSpec, seed: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+        return tutorsim.generate_students(_roster(spec), seed)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A folder written by `World.save`; each seed is a replicate (`replicate`)."""
+
+    def make(self, spec: WorldSpec, seed: int) -> World:
+        return replicate(load_world(_path(spec)), seed)
+
+    def students(self, spec: WorldSpec, seed: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+        world = self.make(spec, seed)
+        return world.students, world.student_index
+
+
+def _roster(spec: WorldSpec) -> Roster:
+    return _require(spec.roster, spec, "a roster")
+
+
+def _path(spec: WorldSpec) -> Path:
+    return _require(spec.path, spec, "a folder")
+
+
+def _require(value: Any, spec: WorldSpec, what: str) -> Any:
+    if value is None:
+        raise SpecError(f"world {spec.label!r}: its generator {spec.generator!r} needs {what}")
+    return value
+
+
+register_generator("tutorsim", _TutorSim())
+register_generator("stored", _Stored())
