@@ -128,3 +128,18 @@ def test_every_text_of_a_prompt_is_bounded(change, field):
     message = _error({**tiny_mapping(), **change})
     assert message.startswith(f"sizes.yaml: {field}: ")
     assert "20,001 characters; at most 20,000" in message
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"top_p": float("nan")}, "params.top_p: expected a finite number"),
+        ({"stop": [1, {"a": float("inf")}]}, "params.stop[1].a: expected a finite number"),
+        ({"logit_bias": {1: 2}}, "keys must be strings"),
+    ],
+)
+def test_request_parameters_are_checked_with_the_config(params, words):
+    """Not when the role's first request is built: the judge's come after every other stage
+    was paid for."""
+    message = _error(tiny_mapping(models={"judge": {"params": params}}))
+    assert message.startswith("sizes.yaml: models.judge.params: ") and words in message, message

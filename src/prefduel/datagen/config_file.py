@@ -26,6 +26,8 @@ from pydantic import (
 from prefduel.core.schema import FORBID_EXTRA, Integer, Real, Text, frozen_dataclass
 from prefduel.datagen.errors import DatagenConfigError
 from prefduel.datagen.prompts import Templates, check_template
+from prefduel.llm.errors import RequestError
+from prefduel.llm.request import Params
 from prefduel.llm.structured import StructuredMode
 from prefduel.worlds.roster_file import MAX_KNOB
 from prefduel.worlds.tutorsim_data import DEFAULT_PARAMS
@@ -112,6 +114,10 @@ def _request_params(value: Any) -> Any:
             raise ValueError(
                 f"{reserved!r} cannot be set here (use the role's own key or the sample count)"
             )
+    try:  # checked now, not when the role's first request is built (after other stages ran)
+        Params(value)
+    except RequestError as exc:
+        raise ValueError(str(exc)) from None
     return tuple(sorted((str(k), v) for k, v in value.items()))
 
 
