@@ -77,6 +77,10 @@ def test_user_file_extends_or_replaces(tmp_path, monkeypatch):
         ("models:\n  m: {input: 1}\n", "model 'm': expected {input: X, output: Y}"),
         ("models:\n  m: {input: one, output: 1}\n", "model 'm': input must be a number"),
         ("models:\n  m: {input: -1, output: 1}\n", "model 'm': input must be finite and >= 0"),
+        (
+            "models:\n  m: {input: 1, output: 1.0e+300}\n",
+            "model 'm': output must be at most 1,000,000 per million tokens",
+        ),
         ("colour: red\n", "unknown top-level keys ['colour']"),
         ("replace: maybe\n", "replace must be true or false"),
         ("models: {m: [unclosed\n", "not valid YAML"),

@@ -32,6 +32,9 @@ from prefduel.llm.errors import PriceTableError
 
 #: Environment variable naming a user price file (used when no path is given).
 PRICES_ENV = "PREFDUEL_PRICES"
+#: Highest price per million tokens a price file may give (no model costs a million per million
+#: tokens; larger numbers are typos, and their costs summed over a run could overflow).
+MAX_PRICE = 1_000_000.0
 _PACKAGE_FILE = "data/prices.yaml"
 _PATTERN_CHARS = frozenset("*?[")
 
@@ -173,6 +176,11 @@ def _parse_table(data: Any, source: str) -> tuple[PriceTable, bool]:
             if not math.isfinite(value) or value < 0:
                 raise PriceTableError(
                     f"{source}: model {name!r}: {side} must be finite and >= 0, got {value!r}"
+                )
+            if value > MAX_PRICE:  # costs summed over millions of calls must stay finite
+                raise PriceTableError(
+                    f"{source}: model {name!r}: {side} must be at most {MAX_PRICE:,.0f} per "
+                    f"million tokens, got {value!r}"
                 )
             values.append(float(value))
         prices[str(name)] = ModelPrice(*values)
