@@ -65,6 +65,9 @@ def _error(tmp_path, data) -> str:
         ({"scripted": {"judge_temperature": 1}}, "scripted", "unknown keys"),
         ({"llm": {"backend": "carrier-pigeon"}}, "llm", "backend"),
         ({"budget": 1, "llm": {"budget": 2}}, "budget", "keep one"),
+        ({"budget": -1}, "budget", ">= 0"),  # a top-level shortcut is named as written
+        ({"cache": [1]}, "cache", "expected a string"),
+        ({"llm": {"cache": [1]}}, "llm.cache", "expected a string"),
         (
             {"prompts": {"judge_user": "Pick one: {answer_1} {answer_2}"}},
             "prompts.judge_user",

@@ -327,12 +327,20 @@ def _templates(value: Any, where: Where) -> Templates:
 def _llm(data: Mapping[str, Any], where: Where) -> LLMConfig:
     """The ``llm`` section with the top-level shortcuts ``cache``, ``call_log`` and ``budget``."""
     section = dict(data.get("llm") or {})
-    for key in ("cache", "call_log", "budget"):
-        if key in data:
-            if key in section:
-                raise where.error(key, f"given both as {key!r} and as 'llm.{key}'; keep one")
-            section[key] = data[key]
-    return validate(LLMConfig, section, error=DatagenConfigError, source=where.source, prefix="llm")
+    shortcuts = [key for key in ("cache", "call_log", "budget") if key in data]
+    for key in shortcuts:
+        if key in section:
+            raise where.error(key, f"given both as {key!r} and as 'llm.{key}'; keep one")
+        section[key] = data[key]
+    try:
+        return validate(
+            LLMConfig, section, error=DatagenConfigError, source=where.source, prefix="llm"
+        )
+    except DatagenConfigError as exc:
+        message = str(exc)
+        for key in shortcuts:  # name a shortcut as the file writes it
+            message = message.replace(f"{where.source}: llm.{key}: ", f"{where.source}: {key}: ")
+        raise DatagenConfigError(message) from None
 
 
 def _cues_per_question(section: QuestionsSection | None, n_cues: int, where: Where) -> int:
