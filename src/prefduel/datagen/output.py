@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -281,32 +282,31 @@ def build_world(
     return world, {**tables, "picks": picks}
 
 
-def _battles(result: DatagenResult, picks: np.ndarray) -> list[dict[str, Any]]:
-    """One Arena-style row per valid pick (who was shown as ``model_a``, who won)."""
+def _battles(result: DatagenResult, picks: np.ndarray) -> Iterator[dict[str, Any]]:
+    """One Arena-style row per valid pick (who was shown as ``model_a``, who won), made as they
+    are written: a run may have millions."""
     assert result.world is not None
     config = result.config
     pairs = pairs_of(config.K)
-    rows = []
     for i, q, j, c, s in zip(*np.nonzero(picks >= 0), strict=True):
         a = int(pairs[j, 0])
         first, second, first_label = judge_order(a, int(pairs[j, 1]), c)
         a_won = picks[i, q, j, c, s] == 1
         first_won = a_won == (first == a)
-        rows.append(
-            {
-                "model_a": config.personas[first].id,
-                "model_b": config.personas[second].id,
-                "winner": "model_a" if first_won else "model_b",
-                "judge": config.students[int(i)].id,
-                "question_id": result.world.questions[int(q)]["id"],
-                "label_a": first_label,
-                "sample": int(s),
-            }
-        )
-    return rows
+        yield {
+            "model_a": config.personas[first].id,
+            "model_b": config.personas[second].id,
+            "winner": "model_a" if first_won else "model_b",
+            "judge": config.students[int(i)].id,
+            "question_id": result.world.questions[int(q)]["id"],
+            "label_a": first_label,
+            "sample": int(s),
+        }
 
 
-def _write_lines(path: Path, rows: list[dict[str, Any]], *, ascii_only: bool = False) -> None:
+def _write_lines(
+    path: Path, rows: Iterable[dict[str, Any]], *, ascii_only: bool = False
+) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=ascii_only) + "\n")
