@@ -84,3 +84,24 @@ def test_a_device_instead_of_a_file_is_a_named_error(dataset, tmp_path, name):
     (folder / name).symlink_to("/dev/zero")
     with pytest.raises(DatasetError, match="not a regular file"):
         load_dataset(folder)
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value"),
+    [
+        ("personas.jsonl", "expertise", "x"),
+        ("personas.jsonl", "expertise", None),
+        ("personas.jsonl", "age", -1),
+        ("personas.jsonl", "backstory", [1, 2]),
+        ("tasks.jsonl", "meta", "x"),
+        ("tasks.jsonl", "options", [1, 2]),
+    ],
+)
+def test_a_field_of_the_wrong_shape_is_a_named_error(dataset, tmp_path, name, field, value):
+    folder = _copy(dataset, tmp_path)
+    lines = (folder / name).read_text().splitlines(keepends=True)
+    row = json.loads(lines[0])
+    row[field] = value
+    (folder / name).write_text("".join([json.dumps(row) + "\n", *lines[1:]]))
+    with pytest.raises(PrefDiscoError, match=rf"{name}, line 1: .*{field}"):
+        load_dataset(folder)

@@ -120,6 +120,7 @@ class Persona:
         Raises:
             DatasetError: A field is missing or out of range (names ``where`` and the field).
         """
+        _check_shapes(data, where)
         try:
             learning = data["learning"]
             persona = cls(
@@ -148,7 +149,8 @@ class Persona:
                 f"{where}: malformed persona ({type(exc).__name__}: {exc})"
             ) from None
         bad = [t for t, s in persona.big_five.items() if not 1 <= s <= 5]
-        bad += [d for d, e in persona.expertise.items() if not 1 <= e <= 5]
+        bad += [f"expertise.{d}" for d, e in persona.expertise.items() if not 1 <= e <= 5]
+        bad += [] if 0 < persona.age <= MAX_AGE else ["age"]
         if bad or persona.pace not in PACE_Z or not 1 <= persona.need_for_cognition <= 5:
             raise DatasetError(f"{where}: persona {persona.id}: values out of range ({bad})")
         return persona
@@ -444,6 +446,20 @@ async def _enrich(
         previous.append(response.text or "")
     error = f"no backstory after {attempts} attempt(s); last reply {previous[-1][:80]!r}"
     return replace(persona, backstory=None, backstory_model=model, backstory_error=error)
+
+
+#: No persona is older.
+MAX_AGE = 120
+
+
+def _check_shapes(data: Mapping[str, Any], where: str) -> None:
+    """Name the field when one that holds an object or a text holds something else."""
+    for name in ("big_five", "big_five_items", "expertise", "learning"):
+        if not isinstance(data.get(name), Mapping):
+            raise DatasetError(f"{where}: {name}: expected an object, got {data.get(name)!r:.60}")
+    for name in ("backstory", "backstory_model", "backstory_error"):
+        if not isinstance(data.get(name), str | None):
+            raise DatasetError(f"{where}: {name}: expected text or null, got {data[name]!r:.60}")
 
 
 def save_personas(path: str | Path, personas: Sequence[Persona]) -> int:

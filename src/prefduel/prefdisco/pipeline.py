@@ -376,7 +376,7 @@ def run_study(
     router, check, digest, prior = _open_run_folder(dataset, settings, clients, out)
     keys = episode_keys(dataset, settings)
     stored = (
-        read_transcripts(out / "transcripts.jsonl", digest),
+        read_transcripts(out / "transcripts.jsonl", digest, dataset.tasks),
         read_scores(out / "scores.jsonl", digest),
     )
     episodes = _episodes(dataset, settings, clients, router, stored, digest, prior)

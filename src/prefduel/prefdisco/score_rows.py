@@ -237,11 +237,7 @@ def _check_discovery(r: _Row, weights: Mapping[str, float]) -> None:
         for turn in revealed:
             if not set(r.strings("revealed", turn)) <= set(weights):
                 raise r.fail("revealed", "hidden attributes of the row", turn)
-    follow_up = r.get("follow_up", False)
-    if follow_up is not None and not (
-        isinstance(follow_up, dict) and isinstance(follow_up.get("changed"), bool)
-    ):
-        raise r.fail("follow_up", "null or an object with a true/false 'changed'", follow_up)
+    _check_follow_up(r)
 
 
 def _check_stop(r: _Row) -> None:
@@ -254,6 +250,62 @@ def _check_stop(r: _Row) -> None:
     )
     if stop is not None and stop not in allowed:
         raise r.fail("stop", f"one of {list(allowed)} or null", stop)
+
+
+def check_transcript_row(row: Mapping[str, Any], where: str) -> None:
+    """Check the fields of a stored transcript that scoring and the follow-up check read
+    (the key, texts, the turns' routes and disclosures, the stop reason, the follow-up).
+
+    Raises:
+        DatasetError: A field is missing or of the wrong type (names ``where`` and the field).
+    """
+    r = _Row(row, where)
+    _check_key(r)
+    r.text("settings")
+    for name in ("info", "response"):
+        if not isinstance(r.get(name, True), str):
+            raise r.fail(name, "text", row[name])
+    _check_stop(r)
+    if r.row.get("stop") is None:
+        raise r.fail("stop", "why the ask phase ended", r.row.get("stop", _MISSING))
+    turns = r.get("turns", True)
+    if not isinstance(turns, list) or (turns and r.row["condition"] != "discovery"):
+        raise r.fail("turns", "a list (empty outside discovery)", turns)
+    for i, turn in enumerate(turns):
+        _check_turn(_Row(turn if isinstance(turn, dict) else {}, f"{where}: turns[{i}]"), turn)
+    for name in ("asks", "calls"):
+        items = row.get(name)
+        if items is not None and not (
+            isinstance(items, list) and all(isinstance(x, dict) for x in items)
+        ):
+            raise r.fail(name, "a list of objects", items)
+    _check_follow_up(r)
+    if not isinstance(row.get("interview"), dict | None):
+        raise r.fail("interview", "an object or null", row["interview"])
+
+
+def _check_turn(t: _Row, turn: Any) -> None:
+    if not isinstance(turn, dict):
+        raise t.fail("turn", "an object", turn)
+    for name in ("question", "reply"):
+        if not isinstance(t.get(name, True), str):
+            raise t.fail(name, "text", turn[name])
+    route = t.mapping("route")
+    t.strings("route.attributes", route.get("attributes", _MISSING))
+    disclosures = t.get("disclosures", True)
+    if not isinstance(disclosures, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("attribute"), str) and "value" in d
+        for d in disclosures
+    ):
+        raise t.fail("disclosures", "a list of objects with an attribute and a value", disclosures)
+
+
+def _check_follow_up(r: _Row) -> None:
+    follow_up = r.get("follow_up", False)
+    if follow_up is not None and not (
+        isinstance(follow_up, dict) and isinstance(follow_up.get("changed"), bool)
+    ):
+        raise r.fail("follow_up", "null or an object with a true/false 'changed'", follow_up)
 
 
 def _check_accuracy(r: _Row) -> None:
@@ -397,5 +449,6 @@ __all__ = [
     "RUN_FORMAT",
     "check_run_record",
     "check_score_row",
+    "check_transcript_row",
     "load_scores",
 ]

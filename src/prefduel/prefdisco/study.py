@@ -36,8 +36,9 @@ from prefduel.prefdisco.interview_prior import (
     save_prior,
 )
 from prefduel.prefdisco.personas import load_persona_space
-from prefduel.prefdisco.score_rows import RUN_FORMAT, load_scores
+from prefduel.prefdisco.score_rows import RUN_FORMAT, check_transcript_row, load_scores
 from prefduel.prefdisco.store import read_json, read_keyed_jsonl, write_jsonl
+from prefduel.prefdisco.tasks import Task
 
 PRIOR_FILE = "interview-prior.json"
 
@@ -225,13 +226,21 @@ def read_scores(path: Path, digest: str) -> dict[str, dict[str, Any]]:
     return {row["episode_id"]: row for row in load_scores(path, digest=digest)}
 
 
-def read_transcripts(path: Path, digest: str) -> dict[str, dict[str, Any]]:
-    """Episode id -> transcript row of a run folder's transcript file (each row rebuilt as a
-    `Transcript` to check it, one row per episode; none if the file does not exist yet).
+def read_transcripts(
+    path: Path, digest: str, tasks: Mapping[str, Task] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Episode id -> transcript row of a run folder's transcript file (each row checked,
+    `prefduel.prefdisco.score_rows.check_transcript_row`, one row per episode; none if the
+    file does not exist yet).
+
+    Args:
+        path: The file.
+        digest: The run's settings digest; every row must carry it.
+        tasks: The dataset's tasks: a row of one of them must carry its source and domain.
 
     Raises:
-        DatasetError: A malformed row, a row of other settings, or two rows of one episode
-            with other content (names file and line).
+        DatasetError: A malformed row, a row of other settings or of another task source,
+            or two rows of one episode with other content (names file and line).
     """
     if not path.exists():
         return {}
@@ -239,6 +248,13 @@ def read_transcripts(path: Path, digest: str) -> dict[str, dict[str, Any]]:
     what = "transcript file"
     for number, row in read_keyed_jsonl(path, ("episode_id",), what=what, allow_torn_tail=True):
         where = f"{what} {path}, line {number}"
+        check_transcript_row(row, where)
+        task = (tasks or {}).get(row["task_id"])
+        if task is not None and (row["source"], row["domain"]) != (task.source, task.domain):
+            raise DatasetError(
+                f"{where}: task {task.id} has source {row['source']!r} and domain "
+                f"{row['domain']!r} here, {task.source!r} and {task.domain!r} in the dataset"
+            )
         transcript = Transcript.from_json(row, where=where)
         if transcript.key.id != row["episode_id"]:
             raise DatasetError(

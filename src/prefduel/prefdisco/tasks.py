@@ -127,6 +127,11 @@ class Task:
         Raises:
             TaskFormatError: Naming ``where``.
         """
+        for name in ("options", "meta"):
+            if not isinstance(data.get(name) or {}, Mapping):
+                raise TaskFormatError(
+                    f"{where}: {name}: expected an object, got {data.get(name)!r:.60}"
+                )
         try:
             return cls(
                 id=str(data["id"]),
@@ -140,7 +145,7 @@ class Task:
             )
         except TaskFormatError as exc:
             raise TaskFormatError(f"{where}: {exc}") from None
-        except (KeyError, TypeError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TaskFormatError(
                 f"{where}: malformed task ({type(exc).__name__}: {exc})"
             ) from None
