@@ -102,3 +102,28 @@ def test_default_templates_pass_their_own_checks():
         check_template(name, template)
     with pytest.raises(ValueError, match="format spec"):
         check_template("answer_user", "{question:>10}")
+
+
+def test_an_answer_longer_than_its_token_limit_allows_is_malformed():
+    """An endpoint that ignores max_tokens: its answers would go, two by two, into thousands of
+    judge prompts at once."""
+    assert parse_answer("x" * 3200, max_tokens=400) == "x" * 3200  # 8 characters a token
+    assert parse_answer("x" * 3201, max_tokens=400) is None
+    assert parse_answer("x" * 100_000) == "x" * 100_000  # no limit set: 8 x 16,384 characters
+    assert parse_answer("x" * 131_073) is None
+
+
+def test_a_run_whose_answers_overrun_max_tokens_writes_no_world(tmp_path):
+    from pb_datagen_helpers import tiny_config
+
+    from prefduel.datagen import DatagenError, ScriptedWorld, generate
+    from prefduel.llm import LLMClient, ScriptedBackend
+
+    config = tiny_config(tmp_path)
+    handlers = dict(ScriptedWorld(config).handlers())
+    handlers["answer"] = lambda request: "an answer that never ends " * 2000
+    client = LLMClient(ScriptedBackend(handlers=handlers), cache=config.llm.cache)
+    with client, pytest.raises(DatagenError, match="only 0 usable questions"):
+        generate(config, client=client, progress=False)
+    summary = (tmp_path / "world" / "datagen" / "summary.json").read_text()
+    assert '"answers": ' in summary and "only 0 usable questions" in summary

@@ -25,7 +25,7 @@ from pydantic import (
 
 from prefduel.core.schema import FORBID_EXTRA, Integer, Real, Text, frozen_dataclass
 from prefduel.datagen.errors import DatagenConfigError
-from prefduel.datagen.prompts import Templates, check_template
+from prefduel.datagen.prompts import MAX_TOKENS, Templates, check_template
 from prefduel.llm.errors import RequestError
 from prefduel.llm.request import Params
 from prefduel.llm.structured import StructuredMode
@@ -79,9 +79,6 @@ SCRIPTED_PARAMS = (
 MAX_SAMPLES = 1000
 #: Extra tries per malformed answer.
 MAX_RETRIES = 20
-#: Completion tokens of one answer (``max_tokens``, ``expected_tokens``): a dry run holds a
-#: placeholder of this length for every uncached answer, and a judge prompt holds two answers.
-MAX_TOKENS = 16_384
 #: Sampling temperature (endpoints take 0 to 2; some accept more).
 MAX_TEMPERATURE = 100.0
 #: Seconds a scripted answer may take (``scripted.latency``).

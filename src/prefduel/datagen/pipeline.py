@@ -191,7 +191,7 @@ class _Pipeline:
             request=lambda key, previous: b.answer(
                 questions[key[0]], personas[key[1]], len(previous)
             ),
-            parse=lambda key, text: parse_answer(text),
+            parse=lambda key, text: parse_answer(text, self.config.models["answer"].max_tokens),
             placeholder=lambda key: _Placeholder(
                 f"[{personas[key[1]].id}] " + "a" * self._chars("answer")
             ),

@@ -222,9 +222,21 @@ def parse_question(text: str, cue: str) -> str | None:
     return body
 
 
-def parse_answer(text: str) -> str | None:
-    """A persona's answer, stripped; None if empty."""
+#: Most characters per completion token an answer may have: answers longer than their role's
+#: ``max_tokens`` allows came from an endpoint that ignored it.
+CHARS_PER_TOKEN = 8
+#: Most completion tokens of one answer (a role's ``max_tokens`` and ``expected_tokens``; an
+#: answer of a role without ``max_tokens`` may have this many): a dry run holds a placeholder of
+#: this length for every uncached answer, and a judge prompt holds two answers.
+MAX_TOKENS = 16_384
+
+
+def parse_answer(text: str, max_tokens: int | None = None) -> str | None:
+    """A persona's answer, stripped; None if empty or longer than ``max_tokens`` allows
+    (`CHARS_PER_TOKEN` characters a token: each answer goes into many judge prompts)."""
     body = text.strip()
+    if len(body) > CHARS_PER_TOKEN * (max_tokens or MAX_TOKENS):
+        return None
     return body or None
 
 
