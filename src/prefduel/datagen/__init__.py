@@ -53,6 +53,7 @@ from prefduel.datagen.config import (
     config_from_mapping,
     load_config,
 )
+from prefduel.datagen.errors import WorldRefusedError
 from prefduel.datagen.pipeline import (
     STAGES,
     DatagenPlan,
@@ -87,6 +88,7 @@ __all__ = [
     "StageReport",
     "TemplateParser",
     "Templates",
+    "WorldRefusedError",
     "assemble_world",
     "config_from_mapping",
     "estimate",
