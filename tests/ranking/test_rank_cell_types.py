@@ -197,3 +197,21 @@ def test_custom_columns_are_named_in_the_error(tmp_path):
     path = _jsonl(tmp_path / "v.jsonl", rows, 3, "who", "[1]")
     with pytest.raises(BattleFormatError, match=r"column 'who'.*data row 4"):
         read_battles(path, BattleSchema(user="who"))
+
+
+@pytest.mark.parametrize("column", ["model_a", "judge"])
+@pytest.mark.parametrize("text", ["a\\u001b[2Jb", "two\\nlines", "tab\\tbed", "nul\\u0000"])
+def test_a_name_with_a_control_character_is_a_named_error(tmp_path, column, text):
+    """A terminal escape sequence in a model name would act on the terminal rank prints to."""
+    with pytest.raises(BattleFormatError) as info:
+        read_battles(_jsonl(tmp_path / "v.jsonl", ROWS, 1, column, f'"{text}"'))
+    message = str(info.value)
+    assert f"column {column!r}" in message and "data row 2" in message
+    assert "control character" in message and "\x1b" not in message
+
+
+def test_a_csv_name_with_a_line_break_is_a_named_error(tmp_path):
+    path = tmp_path / "v.csv"
+    path.write_text('model_a,model_b,winner,judge\nm1,"m\n2",model_a,u1\n', encoding="utf-8")
+    with pytest.raises(BattleFormatError, match=r"column 'model_b', data row 1: .*U\+000A"):
+        read_battles(path)

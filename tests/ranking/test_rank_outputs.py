@@ -104,3 +104,17 @@ def test_report_md_shows_script_names_as_text(tmp_path, capsys):
     assert "<script" not in html.lower()  # ... as text
     assert "&lt;script&gt;alert(1)" in html
     assert not os.path.exists(out / "<script>")
+
+
+@pytest.mark.parametrize("name", ["$\\frac{1}{$", "$x^{2}$", "cost $5"])
+def test_dollar_signs_in_names_are_drawn_as_text(tmp_path, capsys, name):
+    """Matplotlib reads ``$...$`` as mathematics: a model name must be drawn as it is."""
+    pytest.importorskip("matplotlib")
+    frame = arena(seed=4, n_users=20)[0].copy()
+    for column in ("model_a", "model_b"):
+        frame.loc[frame[column] == "model-01", column] = name
+    path = write_battles(frame, tmp_path / "v.jsonl")
+    out = tmp_path / "o"
+    assert rank([str(path), "--out", str(out), *FAST]) == 0, capsys.readouterr().err
+    svg = (out / "figures" / "ratings.svg").read_text(encoding="utf-8")
+    assert f">{name}</text>" in svg  # one text element, not typeset glyphs

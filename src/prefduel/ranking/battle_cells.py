@@ -3,8 +3,9 @@
 JSON, JSONL and Parquet cells can hold any value: a list where a model name belongs, ``true``
 as a user id, ``Infinity`` as a timestamp, an object as a prompt. Each read column accepts:
 
-- model names, user ids and winner labels: text (at most `MAX_NAME_CHARS` characters), or a
-  whole number (written as its digits, so ``7`` and ``7.0`` are the same id);
+- model names, user ids and winner labels: text, or a whole number (written as its digits,
+  so ``7`` and ``7.0`` are the same id); model names and user ids are one line of printable
+  text of at most `MAX_NAME_CHARS` characters (`check_name`);
 - timestamps: finite numbers or dates (`time_seconds`);
 - prompts: text, a whole number, or a conversation (`prompt_text`).
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 from typing import Any
 
 import numpy as np
@@ -24,13 +26,15 @@ import numpy as np
 from prefduel.ranking import _deps
 from prefduel.ranking.errors import BattleFormatError
 
-#: Longest model name, user id or winner label: beyond that a cell is a pasted text, not a name
-#: (and would flood the terminal and every table of the report).
+#: Longest model name or user id: beyond that a cell is a pasted text, not a name (and would
+#: flood the terminal and every table of the report).
 MAX_NAME_CHARS = 500
 #: Whole numbers up to this size are exact in a float column (pandas turns an integer column
 #: with a missing value into floats).
 _EXACT_FLOAT = 2.0**53
 _SHOWN = 60
+#: C0 and C1 control characters: line breaks, tabs, terminal escape sequences.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def shown(value: Any) -> str:
@@ -88,23 +92,39 @@ def _kind(value: Any) -> str:
 
 
 def name_value(value: Any) -> str | bytes | None:
-    """A name, label or id cell as text (bytes are decoded later), ``None`` when missing.
+    """A name, label or id cell as text (bytes are decoded later, and the text checked by
+    `check_name`), ``None`` when missing.
 
     Raises:
-        CellError: a value of another type, or text longer than `MAX_NAME_CHARS`.
+        CellError: a value of another type.
     """
     if isinstance(value, str | bytes | bytearray):
-        if len(value) > MAX_NAME_CHARS:
-            raise CellError(
-                f"{shown(value)} is longer than {MAX_NAME_CHARS} characters; a name, label "
-                "or id is at most that long"
-            )
         return value if isinstance(value, str) else bytes(value)
     if _is_missing(value):
         return None
     if isinstance(value, numbers.Number) and not isinstance(value, complex):
         return _number_text(value)
     raise CellError(f"{_kind(value)}, expected text")
+
+
+def check_name(text: str) -> None:
+    """Refuse a model name or user id that is not one short line of printable text.
+
+    Raises:
+        CellError: more than `MAX_NAME_CHARS` characters, or a control character (a line
+            break, a tab, a terminal escape sequence).
+    """
+    if len(text) > MAX_NAME_CHARS:
+        raise CellError(
+            f"{shown(text)} is longer than {MAX_NAME_CHARS} characters; a name or id is at "
+            "most that long"
+        )
+    bad = _CONTROL.search(text)
+    if bad:
+        raise CellError(
+            f"{shown(text)} holds the control character U+{ord(bad.group()):04X}; a name or "
+            "id is one line of printable text"
+        )
 
 
 def name_column(column: Any, name: str, source: str) -> Any:
@@ -116,10 +136,7 @@ def name_column(column: Any, name: str, source: str) -> Any:
     """
     pd = _deps.pandas()
     series = column if isinstance(column, pd.Series) else pd.Series(np.asarray(column))
-    inferred = pd.api.types.infer_dtype(series, skipna=True)
-    if inferred == "empty" or (
-        inferred == "string" and not (series.str.len() > MAX_NAME_CHARS).any()
-    ):
+    if pd.api.types.infer_dtype(series, skipna=True) in ("string", "empty"):
         return column  # the usual case, checked without a loop over the rows
     values = series.tolist()
     out = np.empty(len(values), dtype=object)

@@ -18,6 +18,8 @@ import numpy as np
 from prefduel.ranking import _deps
 from prefduel.ranking.battle_cells import (
     CellError,
+    cell_error,
+    check_name,
     column_prompts,
     column_times,
     name_column,
@@ -100,19 +102,24 @@ def _as_text(value: Any, policy: str) -> tuple[str | None, bool]:
     return text or None, False
 
 
-def _cleaned(uniques: Any, policy: str, what: str, source: str, codes: np.ndarray):
-    """Stripped text of each unique value (``None`` when blank) and a bad-bytes flag each."""
+def _cleaned(uniques: Any, policy: str, what: str, name: str, source: str, codes: np.ndarray):
+    """Stripped text of each unique value (``None`` when blank; each one a name by
+    `check_name`) and a bad-bytes flag each."""
     cleaned: list[str | None] = []
     bad = np.zeros(len(uniques), dtype=bool)
     for i, value in enumerate(uniques):
         try:
             text, was_bad = _as_text(value, policy)
+            if text is not None:
+                check_name(text)
         except UnicodeDecodeError:
             row = int(np.flatnonzero(codes == i)[0])
             raise BattleFormatError(
                 f"{source}: {what} of data row {row + 1} is not valid UTF-8 ({bytes(value)[:40]!r}"
                 "); pass --encoding-errors replace or skip"
             ) from None
+        except CellError as exc:
+            raise cell_error(source, name, int(np.flatnonzero(codes == i)[0]), exc.what) from None
         cleaned.append(text)
         bad[i] = was_bad
     return cleaned, bad
@@ -133,7 +140,7 @@ def _factor(
     factored, texts = [], []
     for name, col in columns:
         codes, uniques = pd.factorize(name_column(col, name, source), use_na_sentinel=True)
-        cleaned, bad = _cleaned(uniques, policy, what, source, codes)
+        cleaned, bad = _cleaned(uniques, policy, what, name, source, codes)
         factored.append((codes, cleaned, bad))
         texts.extend(t for t in cleaned if t is not None)
     names = sorted(set(texts))

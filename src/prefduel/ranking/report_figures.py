@@ -47,7 +47,13 @@ def report_figures(result: RankAnalysis) -> tuple[dict[str, str], str | None]:
             'figures omitted: matplotlib is not installed (pip install "prefduel[report]")'
         )
     figures: dict[str, str] = {}
-    style = {"svg.fonttype": "none", "svg.hashsalt": "prefduel", "font.size": 9}
+    # names come from the vote log: "$...$" in one is text, not mathematics to typeset
+    style = {
+        "svg.fonttype": "none",
+        "svg.hashsalt": "prefduel",
+        "font.size": 9,
+        "text.parse_math": False,
+    }
     with matplotlib.rc_context(style):
         figures["correlations"] = _svg(_fig_correlations(Figure, result))
         figures["ratings"] = _svg(_fig_ratings(Figure, result))
