@@ -154,7 +154,10 @@ def test_seeds_beyond_the_protocol_are_run_with_a_note(tmp_path, capsys, monkeyp
 def test_leaderboard_help_shows_its_defaults(capsys):
     assert main(["leaderboard", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "(default: results.jsonl)" in text and "(default: random,notransfer" in text
+    from prefduel.policies import POLICIES
+
+    every = ",".join(POLICIES.ids())  # the default is every registered policy
+    assert "(default: results.jsonl)" in text and f"(default:{every})" in "".join(text.split())
 
 
 @pytest.mark.parametrize(

@@ -6,14 +6,11 @@ computed once per test session and shared, to keep the folder fast.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from prefduel.core.errors import PrefduelError
 from prefduel.ranking import (
     Battles,
     RankAnalysis,
@@ -49,25 +46,7 @@ def truth_cluster(battles: Battles, truth: SyntheticTruth, users: np.ndarray) ->
 
 
 def rank(argv: list[str]) -> int:
-    """Run ``prefduel rank ARGV`` like the real command (exit code; errors on stderr).
-
-    Goes through ``prefduel.cli.main`` once ``rank`` is registered there, and through the
-    same error handling on a local parser before that.
-    """
+    """Run ``prefduel rank ARGV`` like the real command (exit code; errors on stderr)."""
     from prefduel.cli import main as cli
-    from prefduel.cli import rank_cmd
 
-    cli.build_parser()
-    if "rank" in cli.COMMANDS:
-        return cli.main(["rank", *argv])
-    parser = argparse.ArgumentParser(prog="prefduel")
-    handlers = rank_cmd.register(parser.add_subparsers(dest="command", required=True))
-    try:
-        args = parser.parse_args(["rank", *argv])
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
-        return handlers["rank"](args, sys.stdout)
-    except PrefduelError as exc:
-        print(f"prefduel: error: {exc}", file=sys.stderr)
-        return 2
+    return cli.main(["rank", *argv])

@@ -42,6 +42,7 @@ from prefduel.core.errors import PrefduelError, ResultsFileError, SpecError
 from prefduel.core.outputs import output_file
 from prefduel.core.registry import split_specs
 from prefduel.core.rng import SEED_LIMIT
+from prefduel.policies import POLICIES
 from prefduel.runner.distributed import dask_executor
 from prefduel.runner.store import ResultsStore
 from prefduel.runner.sweep import sweep
@@ -56,10 +57,8 @@ LEADERBOARD_WORLDS = "dev,control-scrambled,control-unstructured"
 #: The evaluation rosters of the published leaderboard (locked: they need --allow-test).
 EVALUATION_WORLDS = "test-profiles,test-composite,test-quirky"
 EVALUATION_COMMAND = f"{PROG} leaderboard --worlds {EVALUATION_WORLDS} --allow-test"
-LEADERBOARD_POLICIES = (
-    "random,notransfer,pooled,coduel,rucb,colstim,maxinp,coldb,dts-laplace,maxpair-ucb,"
-    "meta-ts,hier-ts"
-)
+#: Every registered policy (the built-in ones and the baselines).
+LEADERBOARD_POLICIES = ",".join(POLICIES.ids())
 
 
 # -- argument parsing helpers ----------------------------------------------------------------
@@ -162,12 +161,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    handlers = {"worlds": cmd_worlds, "run": cmd_run, "leaderboard": cmd_leaderboard}
+    handlers["stats"] = cmd_stats
     _add_worlds_command(sub)
     _add_run_command(sub)
     _add_leaderboard_command(sub)
     _add_stats_command(sub)
     for module in (report_cmd, pages_cmd, cache_cmd, rank_cmd, datagen_cmd, prefdisco_cmd):
-        COMMANDS.update(module.register(sub))
+        handlers.update(module.register(sub))
+    for name, handler in handlers.items():
+        sub.choices[name].set_defaults(handler=handler)
     return parser
 
 
@@ -417,14 +420,6 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-COMMANDS = {
-    "worlds": cmd_worlds,
-    "run": cmd_run,
-    "leaderboard": cmd_leaderboard,
-    "stats": cmd_stats,
-}
-
-
 def _show_warning(
     message: Warning | str,
     category: type[Warning],
@@ -459,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings(), _sigterm_as_interrupt():
         warnings.showwarning = _show_warning
         try:
-            return COMMANDS[args.command](args, sys.stdout)
+            return args.handler(args, sys.stdout)
         except PrefduelError as exc:
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             return 2
