@@ -143,3 +143,24 @@ def test_request_parameters_are_checked_with_the_config(params, words):
     was paid for."""
     message = _error(tiny_mapping(models={"judge": {"params": params}}))
     assert message.startswith("sizes.yaml: models.judge.params: ") and words in message, message
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"students": [{"id": "s", "description": "You.", "cue_following": 1e12}]},
+         "students[0].cue_following"),
+        ({"students": {"file": "people.yaml"}}, "students[1].cue_following"),
+    ],
+)
+def test_every_number_of_a_collection_is_bounded(tmp_path, change, field):
+    """The scripted judge exponentiates them: a huge one overflowed in the middle of a run."""
+    import yaml
+
+    people = [{"id": "a", "description": "A."}, {"id": "b", "description": "B.",
+                                                 "cue_following": 2e3}]
+    (tmp_path / "people.yaml").write_text(yaml.safe_dump({"profiles": people}))
+    with pytest.raises(DatagenConfigError) as info:
+        config_from_mapping({**tiny_mapping(), **change}, source="sizes.yaml", base=tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"sizes.yaml: {field}: ") and "at most 1000 in size" in message

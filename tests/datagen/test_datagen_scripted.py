@@ -134,3 +134,21 @@ def test_http_answers_detect_the_role(tmp_path):
     )
     assert pick in ("A", "B")
     assert completion_payload(body(builder.rater(question)), pick)["choices"][0]["message"]
+
+
+def test_the_largest_allowed_knobs_make_a_world(tmp_path):
+    """A student who follows cues a thousand times more than most, and a judge a thousand times
+    sharper: the pick probabilities saturate at 0 and 1 instead of overflowing mid-run."""
+    from prefduel.datagen import generate
+    from prefduel.worlds import load_world
+
+    students = [
+        {"id": "keen", "description": "You follow every cue.", "cue_following": 1000.0},
+        {"id": "calm", "description": "You take your time."},
+    ]
+    config = tiny_config(tmp_path, students=students,
+                         scripted={"judge_beta": 1000.0, "utility_noise": 1000.0})
+    result = generate(config, progress=False)
+    assert result.complete, result.summary()
+    world = load_world(tmp_path / "world")
+    assert np.isfinite(world.P).all() and np.isfinite(world.U).all()

@@ -64,6 +64,14 @@ def _snippet(text: str, limit: int = 70) -> str:
     return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
 
 
+def _logistic(x: float) -> float:
+    """``1 / (1 + exp(-x))`` without overflow for any finite ``x`` (large knobs saturate it)."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
 class ScriptedWorld:
     """The hidden truth of the offline backend and its four role handlers.
 
@@ -297,7 +305,7 @@ class ScriptedWorld:
             + self.prm.judge_label * (1.0 if first_a else -1.0)
             + noise
         )
-        return f["label_1"], f["label_2"], 1.0 / (1.0 + math.exp(-logit))
+        return f["label_1"], f["label_2"], _logistic(logit)
 
     def _judge_noise(self, student: int, question: str) -> np.ndarray:
         """Judge noise ``(K, K, 2)`` of a (student, question): one value per (first shown,

@@ -3,9 +3,9 @@
 Each setting has its own bound (`prefduel.datagen.config_file`); the products of several are
 bounded here: the judge calls of a run (students x questions x persona pairs x 4 judge
 configurations x samples: the table of picks has one byte per call, and every call costs), the
-memory of the world it builds (arrivals x rounds x personas), and the length of every text that
+memory of the world it builds (arrivals x rounds x personas), the length of every text that
 goes into a prompt (thousands of requests are built at once, each with a template, a
-description and two answers).
+description and two answers) and the size of every number of a collection.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from prefduel.worlds.roster_file import MAX_KNOB
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS
 
 if TYPE_CHECKING:
@@ -59,6 +60,31 @@ def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:
             yield from _texts(item, f"{path}[{i}]")
 
 
+def _numbers(value: Any, path: str) -> Iterator[tuple[str, float]]:
+    """``(path, number)`` of every number inside entries, tuples and lists."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        yield path, value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _numbers(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, tuple | list):
+        for i, item in enumerate(value):
+            yield from _numbers(item, f"{path}[{i}]")
+
+
+def check_numbers(config: DatagenConfig, where: Where) -> None:
+    """Refuse a number of a collection (a student's ``cue_following``, ...) larger than
+    `MAX_KNOB` in size: the scripted judge exponentiates them.
+
+    Raises:
+        DatagenConfigError: Naming the file and the entry's field.
+    """
+    for name in COLLECTIONS:
+        for path, number in _numbers(getattr(config, name), name):
+            if not abs(number) <= MAX_KNOB:
+                raise where.error(path, f"{number!r}; expected at most {MAX_KNOB:g} in size")
+
+
 def check_texts(config: DatagenConfig, where: Where) -> None:
     """Refuse a text of a prompt longer than `MAX_TEXT` characters.
 
@@ -75,13 +101,14 @@ def check_texts(config: DatagenConfig, where: Where) -> None:
 
 
 def check_sizes(config: DatagenConfig, where: Where) -> None:
-    """Refuse a config whose run or world would not fit (`MAX_JUDGE_CALLS`, `MAX_WORLD_BYTES`)
-    or with a text too long for a prompt (`check_texts`).
+    """Refuse a config whose run or world would not fit (`MAX_JUDGE_CALLS`, `MAX_WORLD_BYTES`),
+    with a text too long for a prompt (`check_texts`) or a number too large (`check_numbers`).
 
     Raises:
         DatagenConfigError: Naming the file, what is too large and its factors.
     """
     check_texts(config, where)
+    check_numbers(config, where)
     calls = judge_calls(config)
     if calls > MAX_JUDGE_CALLS:
         raise where.error(
@@ -105,6 +132,7 @@ __all__ = [
     "MAX_JUDGE_CALLS",
     "MAX_TEXT",
     "MAX_WORLD_BYTES",
+    "check_numbers",
     "check_sizes",
     "check_texts",
     "judge_calls",
