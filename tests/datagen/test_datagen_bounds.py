@@ -50,6 +50,7 @@ def _error(data: dict) -> str:
         ({"scripted": {"rater_gain": 1e300}}, "scripted.rater_gain", "<= 1000"),
         ({"rater": {"scale": [-1e300, 1e300]}}, "rater.scale", "1e+06"),
         ({"bt": {"ridge": 1e300}}, "bt.ridge", "<= 1000"),
+        ({"bt": {"ridge": 1e-300}}, "bt.ridge", ">= 1e-06"),  # the fit's matrix is singular
         ({"bt": {"scale": 1e300}}, "bt.scale", "<= 1000"),
         ({"students": {"template": HUGE}}, "students.template", "at most 3072"),
         ({"students": {"template": 2, "quirks": HUGE}}, "students.quirks", "at most"),

@@ -60,7 +60,7 @@ def _error(tmp_path, data) -> str:
         ({"models": {"critic": "gpt"}}, "models", "unknown keys ['critic']"),
         ({"retries": {"judge": -1}}, "retries.judge", ">= 0"),
         ({"rater": {"scale": [10, 1]}}, "rater.scale", "lowest < highest"),
-        ({"bt": {"ridge": 0}}, "bt.ridge", "> 0"),
+        ({"bt": {"ridge": 0}}, "bt.ridge", ">= 1e-06"),
         ({"scripted": {"judge_malformed": 2}}, "scripted.judge_malformed", "<= 1"),
         ({"scripted": {"judge_temperature": 1}}, "scripted", "unknown keys"),
         ({"llm": {"backend": "carrier-pigeon"}}, "llm", "backend"),

@@ -85,6 +85,8 @@ MAX_TEMPERATURE = 100.0
 MAX_LATENCY = 60.0
 #: Largest size of a rater score (``rater.scale``).
 MAX_SCORE = 1e6
+#: Smallest ridge of the Bradley-Terry fit (a smaller one leaves its matrix singular).
+MIN_RIDGE = 1e-6
 #: Seeds, as every prefduel seed: ``0 <= seed < 2**32``.
 SEED_LIMIT = 2**32
 
@@ -243,7 +245,7 @@ class RaterSection(_Section):
 class BtSection(_Section):
     """``bt``: the per-(student, question) Bradley-Terry fit."""
 
-    ridge: PositiveKnob = DEFAULT_PARAMS.bt_ridge
+    ridge: Annotated[Real, Field(ge=MIN_RIDGE, le=MAX_KNOB)] = DEFAULT_PARAMS.bt_ridge
     scale: PositiveKnob = DEFAULT_PARAMS.bt_scale
 
 
