@@ -52,6 +52,7 @@ def test_run_max_turns_is_bounded(tmp_path):
         ("run", "judge_max_tokens", "1000000000000"),
         ("run", "episodes_in_flight", "1000000000"),
         ("run", "api_seed", "100000000000000000000000000000"),
+        ("run", "tfidf_threshold", "1000000000000"),
         ("report", "bootstrap", "1000000000"),
         ("report", "seed", "1000000000000"),
     ],

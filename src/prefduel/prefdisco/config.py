@@ -246,7 +246,7 @@ class RunConfig:
     user_style: UserStyle = "cooperative"
     router_model: ModelName | None = None
     max_attributes_per_question: Attributes = 2
-    tfidf_threshold: NonNegative | None = 0.15
+    tfidf_threshold: Annotated[Number, Field(gt=0, le=1)] | None = 0.15
     judge_model: ModelName = "scripted-judge"
     grader_model: ModelName | None = None
     judge_attempts: Attempts = 3
