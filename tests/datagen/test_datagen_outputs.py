@@ -183,3 +183,33 @@ def test_a_write_that_still_fails_at_the_end_is_named_and_loses_no_answer(tmp_pa
     assert "arrays.npz: No space left on device" in message
     assert "re-running the same command writes the world without sending calls" in message
     assert cache_rows(config.llm.cache) == sum(expected_calls(config).values())
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "w\x00x"])
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        (lambda v: {"output": v}, "output"),
+        (lambda v: {"cache": v}, "cache"),
+        (lambda v: {"call_log": v}, "call_log"),
+        (lambda v: {"llm": {"prices": v}}, "llm.prices"),
+        (lambda v: {"students": {"file": v}}, "students.file"),
+        (lambda v: {"prompts": {"file": v}}, "prompts.file"),
+    ],
+)
+def test_a_path_in_the_config_is_a_usable_name(where, field, bad):
+    """An empty path, or one with a NUL byte (which YAML can hold and no file name can), is a
+    named error; it used to be a traceback, or the default cache and no call log silently."""
+    from prefduel.datagen import DatagenConfigError, config_from_mapping
+
+    with pytest.raises(DatagenConfigError) as info:
+        config_from_mapping({**tiny_mapping(), **where(bad)}, source="c.yaml")
+    message = str(info.value)
+    assert message.startswith(f"c.yaml: {field}: "), message
+
+
+@pytest.mark.parametrize("flag", ["--cache", "--call-log", "--prices"])
+def test_an_empty_path_on_the_command_line_is_refused(run, flag):
+    code, err = run(f"{flag}=", "--out", "w")
+    assert code == 2 and err.startswith("prefduel: error: ") and "Traceback" not in err, err
+    assert not Path("w").exists()

@@ -26,9 +26,10 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prefduel.core.rng import stream
-from prefduel.core.schema import Integer, Text, validate
+from prefduel.core.schema import Integer, validate
 from prefduel.core.yamlfile import read_yaml
 from prefduel.datagen.errors import DatagenConfigError
+from prefduel.llm.config import PathText
 from prefduel.worlds.tutorsim_catalogue import (
     Cue,
     Kind,
@@ -93,7 +94,7 @@ class _Reference(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     builtin: Any = None
-    file: Text | None = None
+    file: PathText | None = None
     take: Any = None
 
     @model_validator(mode="after")

@@ -87,7 +87,7 @@ from prefduel.datagen.config_file import (
 from prefduel.datagen.errors import DatagenConfigError, DatagenError
 from prefduel.datagen.prompts import Templates
 from prefduel.datagen.sizes import check_sizes
-from prefduel.llm.config import LLMConfig
+from prefduel.llm.config import LLMConfig, PathText
 from prefduel.worlds.tutorsim_catalogue import Chain, Cue, Kind, Persona, StyleDim, Topic
 from prefduel.worlds.tutorsim_catalogue import ProfileEntry as Student
 from prefduel.worlds.tutorsim_catalogue import QuirkEntry as Quirk
@@ -312,7 +312,7 @@ def _templates(value: Any, where: Where) -> Templates:
     source = where.source
     if isinstance(value, Mapping) and set(value) == {"file"}:
         file = validate(
-            Text, value["file"], error=DatagenConfigError, source=source, prefix="prompts.file"
+            PathText, value["file"], error=DatagenConfigError, source=source, prefix="prompts.file"
         )
         path = Path(file) if Path(file).is_absolute() else where.base / file
         value = read_yaml(path, "file", lambda message: where.error("prompts.file", message))

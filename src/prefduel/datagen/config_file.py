@@ -26,6 +26,7 @@ from pydantic import (
 from prefduel.core.schema import FORBID_EXTRA, Integer, Real, Text, frozen_dataclass
 from prefduel.datagen.errors import DatagenConfigError
 from prefduel.datagen.prompts import MAX_TOKENS, Templates, check_template
+from prefduel.llm.config import check_path
 from prefduel.llm.errors import RequestError
 from prefduel.llm.request import Params
 from prefduel.llm.structured import StructuredMode
@@ -293,7 +294,7 @@ class ConfigFile(_Section):
 
     name: Any = None  # a folder name; its default (the file's stem) is checked too
     seed: Annotated[Integer, Field(ge=0, lt=2**32)] = 0
-    output: Text | None = None
+    output: Annotated[Text, AfterValidator(check_path)] | None = None
     llm: Mapping[str, Any] | None = None
     cache: Any = None  # cache, call_log and budget: shortcuts for llm.* (LLMConfig checks)
     call_log: Any = None

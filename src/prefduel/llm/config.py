@@ -75,6 +75,21 @@ def env_var_name(text: str) -> str:
     return text
 
 
+def check_path(value: str) -> str:
+    """A file name as given: not blank, and without a NUL byte (YAML can hold one, no file name
+    can; the operating system's calls would raise)."""
+    if not value.strip():
+        raise ValueError(f"expected a file path, got {value!r}")
+    if "\x00" in value:
+        raise ValueError(f"a file path cannot contain a NUL byte, got {value!r}")
+    return value
+
+
+#: A file path in a config (checked by `check_path`; whether it can be used is checked before any
+#: call: `make_client`).
+PathText = Annotated[str, Strict(), AfterValidator(check_path)]
+
+
 def _base_url(url: str) -> str:
     """A base URL that can reach an endpoint (checked when the backend is configured, so a
     typo is refused at once instead of being retried for half a minute)."""
@@ -113,10 +128,10 @@ class LLMConfig:
     timeout: Annotated[Number, Field(gt=0, le=MAX_TIMEOUT), Noun("seconds")] = 60.0
     max_connections: Annotated[Integer, Field(ge=1, le=MAX_CONNECTIONS)] = 16
     max_attempts: Annotated[Integer, Field(ge=1, le=MAX_ATTEMPTS)] = 6
-    cache: str | None = None
+    cache: PathText | None = None
     use_cache: Annotated[bool, Strict()] = True
-    call_log: str | None = None
-    prices: str | None = None
+    call_log: PathText | None = None
+    prices: PathText | None = None
     budget: Annotated[Number, Field(ge=0), Noun("an amount")] | None = None
 
     @classmethod
