@@ -7,7 +7,9 @@
                               [--endpoint URL] [--yes]
 
 The cache defaults to ``$PREFDUEL_LLM_CACHE`` or ``.prefduel/llm-cache.sqlite``.
-``clear`` without ``--yes`` only reports what it would delete (exit status 1).
+``clear`` without ``--yes`` only reports what it would delete (exit status 1). A path that is
+not a prefduel cache (missing, empty, a folder, a file that is not SQLite, another program's
+database) is a named error, and nothing is written to it (`prefduel.llm.cachefile`).
 """
 
 from __future__ import annotations
