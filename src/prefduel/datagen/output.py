@@ -35,7 +35,7 @@ from prefduel.datagen.calls import QuestionSpec, judge_order
 from prefduel.datagen.config import DatagenConfig, DatagenError
 from prefduel.datagen.results import DatagenResult
 from prefduel.llm.client import LLMClient
-from prefduel.llm.openai_backend import public_url
+from prefduel.llm.urls import public_url
 from prefduel.worlds.world import World
 
 

@@ -27,9 +27,11 @@ Modules:
 * `estimate`: `estimate_cost`, `CostEstimate` (dry runs).
 * `openai_backend`: `OpenAIBackend` (``openai`` SDK v3; needs
   ``pip install "prefduel[llm]"``; imported lazily); `connection`: the wording of its
-  connection errors from what the endpoint did earlier in the run.
+  connection errors from what the endpoint did earlier in the run; `redaction`: `scrub_reply`
+  (every string of a reply rid of the key); `urls`: `public_url`, `check_base_url`.
 * `scripted`: `ScriptedBackend`, `request_rng`.
-* `cache`: `ResponseCache` (SQLite, WAL, multi-process).
+* `cache`: `ResponseCache` (SQLite, WAL, multi-process); `cachefile`: what may be opened as
+  the cache, checked read-only first.
 * `retry`: `RetryPolicy`.
 * `prices`: `PriceTable`, `load_prices`.
 * `calllog`: `CallLog` (JSONL).

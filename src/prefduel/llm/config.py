@@ -38,11 +38,11 @@ from prefduel.llm.cache import default_cache_path
 from prefduel.llm.calllog import CallLog
 from prefduel.llm.client import LLMClient
 from prefduel.llm.errors import CacheError, LLMConfigError
-from prefduel.llm.openai_backend import check_base_url
 from prefduel.llm.prices import load_prices
 from prefduel.llm.request import Backend
 from prefduel.llm.retry import RetryPolicy
 from prefduel.llm.scripted import Handler, ScriptedBackend
+from prefduel.llm.urls import check_base_url
 
 #: Largest settings (sizes a user types are bounded before anything is opened or sent).
 MAX_TIMEOUT = 3600.0

@@ -52,22 +52,23 @@ ones (``top_k``, ``min_p``, ``repetition_penalty``, ``response_format``, ``logpr
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import importlib.util
 import json
 import os
 import re
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from prefduel.llm.connection import EndpointHistory, classify, connection_message
 from prefduel.llm.errors import LLMCallError, LLMConfigError
+from prefduel.llm.redaction import REDACTED, scrub, scrub_reply
 from prefduel.llm.request import LLMRequest, LLMResponse, TokenLogprob, Usage
 from prefduel.llm.retry import is_retryable_status, parse_retry_after
 from prefduel.llm.structured import refuses_format
+from prefduel.llm.urls import check_base_url, public_url
 
 #: Default name of the API-key environment variable.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -81,105 +82,8 @@ _SECRETS = (
     (re.compile(r"\bsk-[A-Za-z0-9_\-*]{6,}"), "sk-***"),
 )
 _MESSAGE_LIMIT = 300
-#: What replaces a secret found in a reply.
-REDACTED = "[REDACTED]"
 #: Names of extra headers whose values are credentials (scrubbed from replies too).
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|password|credential", re.IGNORECASE)
-
-
-def public_url(url: str) -> str:
-    """``url`` reduced to scheme, host, port and path, without a trailing ``/``: no user name
-    or password, query string or fragment (where a key could hide), for records such as
-    datagen's ``summary.json``."""
-    parts = urlsplit(str(url).strip())
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = f"{host}:{port}" if port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-
-
-def check_base_url(url: str, where: str = "base_url") -> str:
-    """``url`` when it can be the base URL of an OpenAI-compatible endpoint: ``http://`` or
-    ``https://``, a host, a port in range, no spaces or control characters.
-
-    Raises:
-        ValueError: Saying what is wrong (``where`` names the setting); a URL without its
-            scheme (``localhost:8000``) gets the corrected one as a hint.
-    """
-    text = str(url)
-    if not text.strip():
-        raise ValueError(f"{where}: expected a base URL starting with http:// or https://, got "
-                         f"{text!r}")
-    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
-        raise ValueError(f"{where}: the base URL {text!r} contains spaces or control characters")
-    parts = urlsplit(text)
-    if parts.scheme.lower() not in ("http", "https"):
-        hint = f" (did you mean http://{text}?)" if "://" not in text else ""
-        raise ValueError(
-            f"{where}: expected a base URL starting with http:// or https://, got {text!r}{hint}"
-        )
-    if not parts.hostname:
-        raise ValueError(f"{where}: the base URL {text!r} has no host")
-    try:
-        parts.port  # noqa: B018  (urlsplit checks the port when it is read)
-    except ValueError:
-        raise ValueError(f"{where}: the base URL {text!r} has a port outside 0-65535") from None
-    return text
-
-
-def _scrub_all(value: Any, secrets: list[str]) -> Any:
-    """``value`` with `scrub` applied to every string inside it: through dataclasses, named
-    tuples, tuples, lists and mappings (keys too); other values as they are."""
-    if isinstance(value, str):
-        return scrub(value, secrets)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {
-            f.name: _scrub_all(getattr(value, f.name), secrets)
-            for f in dataclasses.fields(value)
-            if f.init
-        }
-        return dataclasses.replace(value, **changes)
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
-        return type(value)(*(_scrub_all(v, secrets) for v in value))
-    if isinstance(value, tuple | list):
-        return type(value)(_scrub_all(v, secrets) for v in value)
-    if isinstance(value, Mapping):
-        return {_scrub_all(k, secrets): _scrub_all(v, secrets) for k, v in value.items()}
-    return value
-
-
-def scrub_reply(response: LLMResponse, secrets: Iterable[str | None]) -> LLMResponse:
-    """``response`` with every secret replaced by `REDACTED` in every string of the reply:
-    each field (text, model, finish reason, error, logprobs, usage, and any field added later),
-    recursively; the request (what was sent) is left as it is."""
-    found = [s for s in secrets if s]
-    if not found:
-        return response
-    changes = {
-        f.name: _scrub_all(getattr(response, f.name), found)
-        for f in dataclasses.fields(response)
-        if f.name != "request"
-    }
-    return dataclasses.replace(response, **changes)
-
-
-def scrub(text: str | None, secrets: Iterable[str | None]) -> str | None:
-    """``text`` with every occurrence of each non-empty secret replaced by `REDACTED`.
-
-    Longer secrets are replaced first (so a secret containing another is replaced whole).
-    None and empty secrets are ignored; None text is returned as is.
-    """
-    if not text:
-        return text
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
 
 
 class OpenAIBackend:
@@ -557,3 +461,18 @@ def token_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
 
 def _field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+__all__ = [
+    "DEFAULT_KEY_ENV",
+    "NO_KEY",
+    "REDACTED",
+    "SDK_DEFAULT_BASE_URL",
+    "OpenAIBackend",
+    "check_base_url",
+    "public_url",
+    "scrub",
+    "scrub_reply",
+    "server_message",
+    "token_logprobs",
+]
