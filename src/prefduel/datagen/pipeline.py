@@ -363,20 +363,21 @@ def generate(
         client = make_datagen_client(config, llm)  # checks prices, call log and cache
         # the summary records the settings used (command-line flags included), not the file's
         config = dataclasses.replace(config, llm=llm)
-    if write:
-        try:
-            check_outputs(Path(output if output is not None else config.output))
-        except DatagenError:
-            if owned:
-                client.close()
-            raise
+    folder = Path(output if output is not None else config.output) if write else None
+    try:
+        if folder is not None:
+            check_outputs(folder)
+    except DatagenError:
+        if owned:
+            client.close()
+        raise
     pipeline, data = _collect(config, client, progress=progress, owned=owned)
     engine = pipeline.engine
     result = DatagenResult(
         config=config,
         complete=not engine.failures,
         world=None,
-        output=None,
+        output=folder,
         stages=[engine.reports[s] for s in STAGES],
         malformed=engine.malformed,
         failures=engine.failures,
@@ -385,8 +386,6 @@ def generate(
         backend=client.namespace,
         base_url=endpoint(client),
     )
-    if write:
-        result.output = Path(output if output is not None else config.output)
     _finish(result, data, pipeline.builder.models, started)
     return result
 
