@@ -6,7 +6,7 @@ A small seeded log (6 users, 4 models, 55 battles, with timestamps, Arena conver
 Every field of the first and the last row gets every bad value (JSON values in JSONL, text
 cells in CSV; the first row's JSON values also in a JSON list), every column of the Parquet
 file every other type, and each file structural damage (truncation, garbage, binary, UTF-16,
-a BOM, CRLF, a duplicated line, deep nesting, a 65 MiB line).
+a BOM, CRLF, a duplicated line, deep nesting, a 65 MiB line, 200,000 columns).
 
 What each case may do:
 
@@ -188,11 +188,27 @@ def _damage(base: dict[str, Any]) -> list[tuple[str, str, Any]]:
     for fmt, data in files.items():
         out += [(fmt, label, damaged) for label, damaged in structural_damage(data, seed=1)]
     out += [(fmt, "long-line", long_line(files[fmt])) for fmt in ("jsonl", "csv")]
+    out += [(fmt, "wide", data) for fmt, data in _wide(files).items()]
     return out
+
+
+def _wide(files: dict[str, bytes], n: int = 200_000) -> dict[str, bytes]:
+    """The log with a header (CSV) or a first record (JSONL, JSON) of ``n`` more columns."""
+    extra = ",".join(f"c{i}" for i in range(n)).encode()
+    record = ", ".join(f'"c{i}": 1' for i in range(n)).encode()
+    csv_head, csv_rest = files["csv"].split(b"\n", 1)
+    jsonl_head, jsonl_rest = files["jsonl"].split(b"\n", 1)
+    return {
+        "csv": csv_head + b"," + extra + b"\n" + csv_rest,
+        "jsonl": jsonl_head[:-1] + b", " + record + b"}\n" + jsonl_rest,
+        "json": files["json"][:-2] + b", " + record + b"}]",
+    }
 
 
 def _expectation(fmt: str, label: str, n_rows: int) -> dict[str, Any]:
     """The allowed exits, the error pattern, and what an exit 0 must show, for one damage."""
+    if label == "wide":
+        return {"allowed": (2,), "message": r"200,007 columns.*at most 1,000"}
     cell = re.fullmatch(r"line(\d+)\.(\w+)=([\w-]+)", label)
     if cell is None:
         return {"allowed": (0, 2), "rows": n_rows if label in ("crlf", "bom") else None}

@@ -125,3 +125,22 @@ def test_rank_refuses_dev_zero(tmp_path, capsys, alarm):
 def test_a_missing_vote_log_is_still_called_missing(tmp_path):
     with pytest.raises(BattleFormatError, match="does not exist"):
         read_battles(tmp_path / "none.csv")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "json", "parquet"])
+def test_a_table_with_too_many_columns_is_refused_before_it_is_built(tmp_path, fmt):
+    """A 10 MB header of a million columns made pandas abort on a failed allocation."""
+    n = 200_000 if fmt != "parquet" else 2_000
+    names = [f"c{i}" for i in range(n)]
+    path = tmp_path / f"wide.{fmt}"
+    if fmt == "csv":
+        path.write_text(",".join(names) + "\n" + ",".join("1" * n) + "\n", encoding="utf-8")
+    elif fmt in ("jsonl", "json"):
+        record = "{" + ", ".join(f'"{c}": 1' for c in names) + "}"
+        path.write_text(record + "\n" if fmt == "jsonl" else f"[{record}]", encoding="utf-8")
+    else:
+        pd = pytest.importorskip("pandas")
+        pytest.importorskip("pyarrow")
+        pd.DataFrame({c: [1] for c in names}).to_parquet(path)
+    with pytest.raises(BattleFormatError, match=rf"{n:,} columns.*at most 1,000"):
+        read_battles(path)

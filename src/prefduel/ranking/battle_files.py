@@ -6,6 +6,7 @@ The table is validated by `prefduel.ranking.battle_validation`; the public entry
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import stat
@@ -16,6 +17,10 @@ from prefduel.core.csvcells import spreadsheet_safe
 from prefduel.ranking import _deps
 from prefduel.ranking.battle_schema import FORMATS
 from prefduel.ranking.errors import BattleFormatError
+
+#: The most columns a battle table may have (Arena's logs have about 15): a file of a million
+#: columns is tens of megabytes, and the table pandas would build of it does not fit in memory.
+MAX_COLUMNS = 1_000
 
 #: File suffixes and the format each means.
 SUFFIX_FORMATS = {
@@ -97,17 +102,36 @@ def read_frame(path: Path, fmt: str, policy: str, counts: dict[str, int]) -> Any
     return _read_jsonl(path, text)
 
 
+def _check_width(path: Path, n_columns: int, where: str = "") -> None:
+    """Refuse a table of more than `MAX_COLUMNS` columns before it is built."""
+    if n_columns > MAX_COLUMNS:
+        raise BattleFormatError(
+            f"{path}: {n_columns:,} columns{where}; a battle table has at most "
+            f"{MAX_COLUMNS:,} (is this a vote log?)"
+        )
+
+
 def _read_parquet(path: Path) -> Any:
     pd = _deps.pandas()
     _deps.require("pyarrow", "reading Parquet battle files")
+    import pyarrow.parquet as pq
+
     try:
+        _check_width(path, len(pq.read_schema(path).names))
         return pd.read_parquet(path)
+    except BattleFormatError:
+        raise
     except Exception as exc:  # pyarrow raises several unrelated types
         raise BattleFormatError(f"{path}: not a readable Parquet file: {exc}") from None
 
 
 def _read_csv(path: Path, text: str) -> Any:
     pd = _deps.pandas()
+    try:
+        header = next(csv.reader(io.StringIO(text)), [])
+    except csv.Error:  # a header field beyond the csv module's limit: pandas says what is wrong
+        header = []
+    _check_width(path, len(header), " in the header")
     try:
         return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""])
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
@@ -140,6 +164,7 @@ def _read_json(path: Path, text: str) -> Any:
     if isinstance(data, dict) and isinstance(data.get("battles"), list):
         data = data["battles"]
     if isinstance(data, dict):  # columns, as pandas' DataFrame.to_json() writes by default
+        _check_width(path, len(data))
         try:
             return pd.DataFrame(data)
         except (ValueError, TypeError) as exc:
@@ -148,12 +173,15 @@ def _read_json(path: Path, text: str) -> Any:
         raise BattleFormatError(
             f"{path}: expected a JSON list of records (objects), got {_json_kind(data)}"
         )
+    keys: set[str] = set()
     for number, record in enumerate(data, start=1):
         if not isinstance(record, dict):
             raise BattleFormatError(
                 f"{path}: record {number} of the list is {_json_kind(record)}, expected an "
                 "object"
             )
+        keys.update(record)
+        _check_width(path, len(keys), f" by record {number}")
     try:
         return pd.DataFrame.from_records(data) if data else pd.DataFrame()
     except (ValueError, TypeError) as exc:
@@ -171,6 +199,7 @@ def _read_jsonl(path: Path, text: str) -> Any:
     """One JSON object per line; blank lines are ignored."""
     pd = _deps.pandas()
     records = []
+    keys: set[str] = set()
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -184,6 +213,8 @@ def _read_jsonl(path: Path, text: str) -> Any:
             raise BattleFormatError(
                 f"{path}: line {number} is {_json_kind(record)}, expected a JSON object"
             )
+        keys.update(record)
+        _check_width(path, len(keys), f" by line {number}")
         records.append(record)
     return pd.DataFrame.from_records(records)
 
