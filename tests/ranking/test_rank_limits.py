@@ -6,13 +6,26 @@ from __future__ import annotations
 
 import os
 import signal
+import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pb_rank_data import rank
 
 from prefduel.cli import rank_args
-from prefduel.ranking import BattleFormatError, RankConfig, RankingError, read_battles
+from prefduel.ranking import (
+    BattleFormatError,
+    RankConfig,
+    RankingError,
+    analyze,
+    battles_from_arrays,
+    bt_bootstrap,
+    elo_ratings,
+    read_battles,
+)
+from prefduel.ranking import bt as bt_module
+from prefduel.ranking.analysis import MAX_MODELS
 from prefduel.ranking.analysis_result import MAX_SETTINGS
 from prefduel.ranking.battle_schema import MAX_MODEL_BATTLES
 from prefduel.ranking.elo import MAX_K
@@ -82,8 +95,6 @@ def test_the_options_and_the_library_share_their_ceilings():
 
 
 def test_a_large_k_is_refused_instead_of_overflowing():
-    from prefduel.ranking import battles_from_arrays, elo_ratings
-
     battles = battles_from_arrays(["a", "b"] * 50, ["b", "a"] * 50, ["model_a"] * 100)
     assert elo_ratings(battles, k=MAX_K).shape == (2,)
     with pytest.raises(RankingError, match="K-factor"):
@@ -144,3 +155,35 @@ def test_a_table_with_too_many_columns_is_refused_before_it_is_built(tmp_path, f
         pd.DataFrame({c: [1] for c in names}).to_parquet(path)
     with pytest.raises(BattleFormatError, match=rf"{n:,} columns.*at most 1,000"):
         read_battles(path)
+
+
+def _ring(n_models: int, laps: int = 3) -> object:
+    """Battles of ``n_models`` models in a ring, each pair ``laps`` times each way."""
+    names = [f"m{i:05d}" for i in range(n_models)]
+    a = [names[i] for i in range(n_models)] * laps
+    b = [names[(i + 1) % n_models] for i in range(n_models)] * laps
+    users = [f"u{i % 7}" for i in range(2 * len(a))]
+    return battles_from_arrays(a + b, b + a, ["model_a"] * len(users), users)
+
+
+def test_the_analysis_refuses_more_models_than_it_can_hold():
+    with pytest.raises(RankingError, match=rf"{MAX_MODELS + 1:,} models.*at most {MAX_MODELS:,}"):
+        analyze(_ring(MAX_MODELS + 1), RankConfig(bootstrap=0, features=False))
+
+
+def test_bootstrap_replicates_are_fitted_in_memory_bounded_chunks(monkeypatch):
+    """Thousands of replicates over many models once took replicates x models^2 floats at once
+    (gigabytes for --bootstrap 10000 on an Arena-sized log)."""
+    battles = _ring(40)
+    whole = bt_bootstrap(battles, np.random.default_rng(1), 50)
+    monkeypatch.setattr(bt_module, "_CHUNK_CELLS", 40_000)  # 25 replicates of 40 x 40 cells
+    chunked = bt_bootstrap(battles, np.random.default_rng(1), 50)
+    np.testing.assert_allclose(chunked.scores, whole.scores, rtol=0, atol=1e-9)
+    tracemalloc.start()
+    try:
+        fit = bt_bootstrap(battles, np.random.default_rng(2), 1_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert fit.scores.shape == (1_000, 40)
+    assert peak < 30 * 2**20, f"peak {peak / 2**20:.0f} MiB"  # all at once: about 150 MiB

@@ -36,7 +36,12 @@ from prefduel.ranking.predict import PredictorSpec, predict_scores
 from prefduel.ranking.style import feature_check, meta_styles, style_features
 from prefduel.ranking.topics import Topics, fit_topics, user_profiles
 
-__all__ = ["GlobalRatings", "RankAnalysis", "RankConfig", "analyze"]
+__all__ = ["MAX_MODELS", "GlobalRatings", "RankAnalysis", "RankConfig", "analyze"]
+
+#: The most models one analysis ranks (Chatbot Arena has ranked a few hundred): its fits hold
+#: models x models matrices for each user and replicate, so a log of tens of thousands of
+#: distinct names would need more memory than any machine has.
+MAX_MODELS = 1_000
 
 
 def analyze(
@@ -62,9 +67,15 @@ def analyze(
         A `RankAnalysis`.
 
     Raises:
-        RankingError: no user reaches ``min_votes``, or a setting is invalid.
+        RankingError: no user reaches ``min_votes``, more than `MAX_MODELS` models, or a
+            setting is invalid.
     """
     config = config or RankConfig()
+    if battles.n_models > MAX_MODELS:
+        raise RankingError(
+            f"{battles.source}: {battles.n_models:,} models; the analysis ranks at most "
+            f"{MAX_MODELS:,} (--min-model-battles excludes models with few battles)"
+        )
     timings: dict[str, float] = {}
     messages: list[str] = []
     stage = on_stage or (lambda name: None)

@@ -191,6 +191,8 @@ def bt_bootstrap(
 
     Resampling ``n`` battles with replacement is the same as drawing the counts of each distinct
     ``(a, b, outcome)`` cell from a multinomial, so each replicate costs ``O(M^2)`` to draw.
+    Replicates are drawn and fitted in chunks of at most `_CHUNK_CELLS` cells, so memory does
+    not grow with ``n_boot`` (the draws are those of one call: the stream is consumed in order).
 
     Returns:
         A `BTFit` with leading dimension ``n_boot``.
@@ -200,14 +202,22 @@ def bt_bootstrap(
     code = np.round(battles.outcome * 2).astype(np.int64)  # 0, 1, 2
     cells = np.bincount((battles.a * m + battles.b) * 3 + code, minlength=m * m * 3)
     nz = np.flatnonzero(cells)
-    counts = rng.multinomial(battles.n, cells[nz] / cells[nz].sum(), size=n_boot)
+    share = cells[nz] / cells[nz].sum()
     pair, cls = np.divmod(nz, 3)
     i, j = np.divmod(pair, m)
     s = cls / 2.0
-    wins = np.zeros((n_boot, m * m))
-    np.add.at(wins.T, i * m + j, (counts * s).T)
-    np.add.at(wins.T, j * m + i, (counts * (1.0 - s)).T)
-    return _fit(wins.reshape(n_boot, m, m), mode, ridge)
+    chunk = max(1, _CHUNK_CELLS // max(m * m, nz.size))
+    parts = []
+    for lo in range(0, n_boot, chunk):
+        size = min(chunk, n_boot - lo)
+        counts = rng.multinomial(battles.n, share, size=size)
+        wins = np.zeros((size, m * m))
+        np.add.at(wins.T, i * m + j, (counts * s).T)
+        np.add.at(wins.T, j * m + i, (counts * (1.0 - s)).T)
+        parts.append(_fit(wins.reshape(size, m, m), mode, ridge))
+    if not parts:  # no replicates: an empty fit of the right shape
+        return _fit(np.zeros((0, m, m)), mode, ridge)
+    return _concat(parts, mode, ridge)
 
 
 def to_elo(logits: np.ndarray, seen: np.ndarray | None = None) -> np.ndarray:
