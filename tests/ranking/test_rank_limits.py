@@ -14,6 +14,7 @@ import pytest
 from pb_rank_data import rank
 
 from prefduel.cli import rank_args
+from prefduel.core.rng import stream
 from prefduel.ranking import (
     BattleFormatError,
     RankConfig,
@@ -28,7 +29,7 @@ from prefduel.ranking import bt as bt_module
 from prefduel.ranking.analysis import MAX_MODELS
 from prefduel.ranking.analysis_result import MAX_SETTINGS
 from prefduel.ranking.battle_schema import MAX_MODEL_BATTLES
-from prefduel.ranking.elo import MAX_K
+from prefduel.ranking.elo import MAX_K, elo_orders
 
 #: Each count option with its library setting.
 COUNTS = {
@@ -187,3 +188,31 @@ def test_bootstrap_replicates_are_fitted_in_memory_bounded_chunks(monkeypatch):
         tracemalloc.stop()
     assert fit.scores.shape == (1_000, 40)
     assert peak < 30 * 2**20, f"peak {peak / 2**20:.0f} MiB"  # all at once: about 150 MiB
+
+
+def test_per_user_elo_over_orders_does_not_keep_every_order():
+    """--elo-orders N kept N users x models tables at once before averaging them."""
+    from prefduel.ranking.personal import _user_elo
+
+    rng = np.random.default_rng(0)
+    n, models = 20_000, [f"m{i:02d}" for i in range(60)]
+    a = rng.integers(0, 60, n)
+    b = (a + rng.integers(1, 60, n)) % 60
+    battles = battles_from_arrays(
+        [models[i] for i in a], [models[i] for i in b], ["model_a"] * n,
+        [f"u{i}" for i in rng.integers(0, 2_000, n)],
+    )
+    users = np.arange(battles.n_users)
+
+    def peak(orders: int) -> tuple[int, np.ndarray]:
+        tracemalloc.start()
+        try:
+            elo = _user_elo(battles, users, 32.0, orders, 0)
+            return tracemalloc.get_traced_memory()[1], elo
+        finally:
+            tracemalloc.stop()
+
+    (few, _), (many, elo) = peak(2), peak(30)
+    assert many < 2 * few, f"peak {many / 2**20:.1f} MiB for 30 orders, {few / 2**20:.1f} for 2"
+    reps = elo_orders(battles, stream(0, "ranking", "elo_orders", "users"), 30, 32.0, users)
+    np.testing.assert_allclose(elo, reps.mean(axis=0), rtol=0, atol=1e-9)

@@ -217,11 +217,15 @@ def _user_elo(
     battles: Battles, users: np.ndarray, k: float, orders: int, seed: int
 ) -> np.ndarray:
     """Per-user Elo ``(U, M)``: in the battles' order, or the mean over ``orders`` seeded
-    random orders."""
+    random orders (summed one order at a time: memory stays one ``U x M`` table however many
+    orders; the orders are those of one `elo_orders` call)."""
     if orders == 0:
         return elo_per_user(battles, users, k)
     rng = stream(seed, "ranking", "elo_orders", "users")
-    return elo_orders(battles, rng, orders, k, users).mean(axis=0)
+    total = elo_orders(battles, rng, 1, k, users)[0]
+    for _ in range(orders - 1):
+        total += elo_orders(battles, rng, 1, k, users)[0]
+    return total / orders
 
 
 def _user_bt(battles: Battles, users: np.ndarray, mode: str, ridge: float, seed: int) -> _UserBT:
