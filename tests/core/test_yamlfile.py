@@ -86,3 +86,21 @@ def test_several_documents_are_refused(tmp_path):
     path.write_text("a: 1\n---\nb: 2\n", encoding="utf-8")
     with pytest.raises(SpecError, match="is not valid YAML"):
         read_yaml(path, "config file", SpecError)
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("generate:\n  personas: 6\nrun: {}\ngenerate:\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"key 'generate' is given twice \(lines 1 and 4\)"):
+        read_yaml(path, "config file", SpecError)
+
+
+def test_merge_keys_may_be_overridden(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("base: &b {x: 1, y: 2}\nmine:\n  <<: *b\n  y: 3\n", encoding="utf-8")
+    assert read_yaml(path, "config file", SpecError)["mine"] == {"x": 1, "y": 3}
+
+
+def test_a_path_with_a_nul_byte_is_a_named_error():
+    with pytest.raises(SpecError, match="is not a valid path"):
+        read_yaml("a\0b.yaml", "config file", SpecError)

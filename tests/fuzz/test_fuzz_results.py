@@ -53,6 +53,7 @@ def _damaged(results: bytes) -> list[tuple[str, bytes]]:
 #: Damage after which the file still holds exactly the original rows (for ``stats``; a run
 #: refuses to resume from rows of another version, which is right too).
 SAME = ("crlf", "duplicated-line", "wall_time=zero", "wall_time=huge", "wall_time=huge-int",
+        "wall_time=tiny",
         "version=text", "version=empty-text", "version=missing", "version=null",
         "line1.seed=zero")
 #: Damage that may legitimately make another, self-consistent row (a renamed world or

@@ -4,7 +4,9 @@ Every YAML prefduel reads goes through `parse_yaml` (files through `read_yaml`),
 config, roster file and data file gets the same limits: a file must be a regular file of at
 most `MAX_YAML_BYTES`, and a document may expand to at most `MAX_YAML_NODES` nodes counting
 each alias as often as it is used. YAML aliases let a few lines stand for billions of values
-(the "billion laughs"); without the bound a config validator walks them all.
+(the "billion laughs"); without the bound a config validator walks them all. A key given
+twice in one mapping is refused: YAML keeps the last one, so a repeated section would silently
+replace the first.
 """
 
 from __future__ import annotations
@@ -33,6 +35,28 @@ class _BoundedLoader(yaml.SafeLoader):
                 "aliases (&name / *name); write the values out or use fewer aliases"
             )
         return node
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        """A mapping, refusing a key given twice (YAML would keep the last one silently)."""
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # '<<: *base': explicit keys may override merged ones
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:
+                continue  # an unhashable key: the safe constructor refuses it itself
+            if first is not key_node:
+                line = key_node.start_mark.line + 1
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"key {key!r} is given twice (lines {first.start_mark.line + 1} and {line}); "
+                    "YAML would keep only the last one",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
 
 
 def expanded_size(node: yaml.Node) -> int:
@@ -106,6 +130,8 @@ def read_yaml(path: str | Path, what: str, error: Callable[[str], Exception]) ->
         raise error(f"{what} {file} does not exist") from None
     except OSError as exc:
         raise error(f"cannot read {what} {file}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte: YAML strings may hold one, paths may not
+        raise error(f"{what} {str(file)!r} is not a valid path (it holds a NUL byte)") from None
     if stat.S_ISDIR(info.st_mode):
         raise error(f"{what} {file} is a directory, not a YAML file")
     if not stat.S_ISREG(info.st_mode):

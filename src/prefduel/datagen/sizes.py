@@ -12,14 +12,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prefduel.worlds.roster_file import MAX_KNOB
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS
 
-if TYPE_CHECKING:
-    from prefduel.datagen.collections import Where
-    from prefduel.datagen.config import DatagenConfig
+
+class DatagenConfig(Protocol):
+    """What the checks read of a `prefduel.datagen.config.DatagenConfig` (which imports this
+    module, so it is described here rather than imported)."""
+
+    K: int
+    n_questions: int
+    samples: int
+    students: Any
+    templates: Any
+
+
+class Where(Protocol):
+    """Where a config came from (`prefduel.datagen.collections.Where`): builds its errors."""
+
+    def error(self, path: str, message: str) -> Exception:
+        """The error naming the file and the field at ``path``."""
 
 #: Most judge calls one config may ask for (a run of ``examples/small.yaml`` makes 11,520).
 MAX_JUDGE_CALLS = 10_000_000

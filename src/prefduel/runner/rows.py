@@ -11,6 +11,7 @@ live here too, so every reader judges rows the same way.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -203,6 +204,12 @@ def row_key(row: Any, where: str = "row") -> RowKey:
     kind, world, seed, policy = (row[f] for f in KEY_FIELDS)
     if not all(isinstance(v, str) and v.strip() for v in (kind, world, policy)):
         raise ResultsFileError(f"{where}: kind, world and policy must be non-empty strings")
+    for name, value in (("world", world), ("policy", policy)):
+        if _CONTROL.search(value):
+            raise ResultsFileError(
+                f"{where}: {name} {_short(value)} holds a control character (a NUL byte, a "
+                "line break, an escape sequence); no world or policy name does"
+            )
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
         raise ResultsFileError(
             f"{where}: seed must be an integer from 0 to 2**32 - 1, got {_short(seed)}"
@@ -223,9 +230,13 @@ def row_version(row: Mapping[str, Any]) -> str:
 
 def _version_problem(row: Mapping[str, Any]) -> str | None:
     version = row.get("version")
-    if version is None or isinstance(version, str):
+    if version is None or (isinstance(version, str) and not _CONTROL.search(version)):
         return None
     return f"field 'version' is {_short(version)}, not a version string"
+
+
+#: Characters no name or version holds: C0 and C1 controls (NUL, line breaks, escapes).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _is_number(value: Any) -> bool:

@@ -63,6 +63,9 @@ MAX_KNOB = 1e3
 MAX_COUNT = 1000
 #: Smallest integer knobs other than 0: a world needs at least one judge pick.
 MIN_COUNT = {"judge_samples": 1}
+#: Smallest float knobs other than 0: a smaller Bradley-Terry ridge leaves the fit singular,
+#: a smaller scale makes every utility equal.
+MIN_KNOB = {"bt_ridge": 1e-6, "bt_scale": 1e-3}
 #: Largest seed count of a roster's reporting protocol.
 MAX_PROTOCOL_SEEDS = 10_000
 
@@ -241,6 +244,8 @@ class _Loader:
                 )
             if value < 0 and key not in SIGNED_PARAMS:
                 raise RosterFileError(f"{where}: must be >= 0")
+            if value < MIN_KNOB.get(key, -math.inf):
+                raise RosterFileError(f"{where}: must be at least {MIN_KNOB[key]:g}")
         return dataclasses.replace(DEFAULT_PARAMS, **knobs)
 
 
