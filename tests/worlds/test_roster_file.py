@@ -117,6 +117,7 @@ BAD_FILES = [
     ("params: {judge_samples: 100000000}\n", r"params.judge_samples: must be an integer from 1"),
     ("arrivals: 1000000000000\n", r"arrivals: Input should be less than or equal to 100000"),
     ("seeds: 1000000000\n", r"seeds: Input should be less than or equal to 10000"),
+    ("params: {bt_ridge: 1.0e-300}\n", r"params.bt_ridge: must be at least 1e-06"),
 ]
 
 
