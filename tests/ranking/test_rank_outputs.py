@@ -118,3 +118,21 @@ def test_dollar_signs_in_names_are_drawn_as_text(tmp_path, capsys, name):
     assert rank([str(path), "--out", str(out), *FAST]) == 0, capsys.readouterr().err
     svg = (out / "figures" / "ratings.svg").read_text(encoding="utf-8")
     assert f">{name}</text>" in svg  # one text element, not typeset glyphs
+
+
+def test_the_recorded_command_line_parses_again(votes, tmp_path, capsys):
+    """The command in the reports is one a user can paste: only the options rank takes."""
+    import json
+    import shlex
+
+    from prefduel.cli.main import build_parser
+
+    out = tmp_path / "o"
+    assert rank([str(votes), "--out", str(out), *FAST]) == 0
+    capsys.readouterr()
+    command = json.loads((out / "report.json").read_text(encoding="utf-8"))["command"]
+    assert "<function" not in command and "--handler" not in command
+    words = shlex.split(command)
+    assert words[:2] == ["prefduel", "rank"]
+    again = build_parser().parse_args(words[1:])
+    assert again.battles == str(votes) and again.bootstrap == 5 and again.no_features

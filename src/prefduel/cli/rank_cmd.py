@@ -46,7 +46,8 @@ def command_line(argv_args: argparse.Namespace) -> str:
     if not argv_args.from_run:
         skip |= {"world", "policy", "allow_test", "export_only"}
     for key, value in sorted(vars(argv_args).items()):
-        if key in skip or value is None or value is False:
+        # the parser also carries what is not an option, such as the command's handler
+        if key in skip or value is None or value is False or callable(value):
             continue
         flag = "--" + key.replace("_", "-")
         parts += [flag] if value is True else [flag, str(value)]
