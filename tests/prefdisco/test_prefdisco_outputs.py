@@ -119,3 +119,17 @@ def test_report_checks_its_folder_before_building(finished, tmp_path, monkeypatc
         fragment = "report.md"
     status, _, err = run_cli(["report", str(finished), "--out", str(out), "--bootstrap", "10"])
     _assert_named(status, err, fragment)
+
+
+def test_generate_refuses_a_folder_that_holds_a_run(tmp_path, capsys):
+    """A new dataset over a run would orphan its results: nothing a user ran is lost."""
+    from prefduel.cli.main import main
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "scores.jsonl").write_text('{"kept": true}\n')
+    assert main(["prefdisco", "generate", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"dataset folder {folder} holds a run (scores.jsonl)" in err
+    assert (folder / "scores.jsonl").read_text() == '{"kept": true}\n'
+    assert not (folder / "manifest.json").exists()

@@ -170,6 +170,7 @@ def generate_from_config(config: PrefDiscoConfig, folder: str | Path) -> Generat
     gen = config.generate
     clients = None
     llm = gen.enrich or gen.refine_rubrics
+    _refuse_a_run_folder(folder)
     check_outputs(config, folder, "dataset folder", ("generate",) if llm else ())
     if llm:
         handlers = default_handlers(load_taxonomy(gen.taxonomy), load_task_sources(gen))
@@ -179,6 +180,25 @@ def generate_from_config(config: PrefDiscoConfig, folder: str | Path) -> Generat
     finally:
         if clients is not None:
             clients.close()
+
+
+#: Files a run writes into a folder; a new dataset there would orphan them.
+RUN_FILES = ("run.json", "transcripts.jsonl", "scores.jsonl")
+
+
+def _refuse_a_run_folder(folder: str | Path) -> None:
+    """Refuse to write a dataset over a folder that holds a run: the run's rows would no longer
+    match the dataset's digest, so a later run or report would refuse them.
+
+    Raises:
+        DatasetError: naming the folder and the run files found.
+    """
+    found = [name for name in RUN_FILES if (Path(folder) / name).exists()]
+    if found:
+        raise DatasetError(
+            f"dataset folder {folder} holds a run ({', '.join(found)}); a new dataset there "
+            "would orphan its results. Generate into another folder, or move the run away first"
+        )
 
 
 def check_outputs(
