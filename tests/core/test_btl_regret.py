@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize, root
 
-from prefduel.core.btl import btl_matrix, fit_bt_ridge, pairs_of, sigmoid
+from prefduel.core.btl import (
+    btl_matrix,
+    fit_bt_ridge,
+    pairs_of,
+    sigmoid,
+    sigmoid_scalar,
+    top_two,
+)
 from prefduel.core.regret import floor_regret, pair_regret, random_regret, score
 
 
@@ -83,6 +91,40 @@ def test_sigmoid_is_stable_for_large_arguments():
     out = sigmoid(x)
     assert np.all(np.isfinite(out))
     np.testing.assert_allclose(out, [0.0, 1 / (1 + np.exp(30)), 0.5, 1 / (1 + np.exp(-30)), 1.0])
+
+
+def test_the_scalar_sigmoid_is_the_same_function():
+    x = np.random.default_rng(0).normal(scale=20.0, size=2000)
+    x[:3] = (-800.0, 0.0, 800.0)
+    scalar = np.array([sigmoid_scalar(float(v)) for v in x])
+    np.testing.assert_allclose(scalar, sigmoid(x), rtol=1e-15, atol=0)
+    assert sigmoid_scalar(-700.0) == pytest.approx(math.exp(-700.0), rel=1e-15)  # no underflow
+
+
+def test_top_two_is_best_first_with_ties_to_the_lower_index():
+    assert top_two(np.array([0.1, 0.9, 0.3, 0.95, -1.0])) == (3, 1)
+    assert top_two(np.array([2.0, 2.0, 1.0])) == (0, 1)
+    assert top_two(np.array([1.0, 2.0, 2.0])) == (1, 2)
+    assert set(top_two(np.array([0.0, 1.0, 2.0]))) == {1, 2}  # numpy integers, hashable
+    scores = np.array([5.0, 1.0])
+    top_two(scores)
+    np.testing.assert_array_equal(scores, [5.0, 1.0])  # input not modified
+
+
+def test_top_two_works_along_the_last_axis():
+    scores = np.random.default_rng(3).normal(size=(4, 5, 6))
+    scores[0, 0] = [1.0, 3.0, 3.0, 0.0, 3.0, 2.0]
+    best, second = top_two(scores)
+    assert best.shape == second.shape == (4, 5)
+    for idx in np.ndindex(4, 5):
+        assert (best[idx], second[idx]) == top_two(scores[idx])
+    assert (best[0, 0], second[0, 0]) == (1, 2)
+
+
+@pytest.mark.parametrize("bad", [np.float64(1.0), np.array([1.0]), np.zeros((3, 1))])
+def test_top_two_needs_two_scores(bad):
+    with pytest.raises(ValueError, match="at least two"):
+        top_two(bad)
 
 
 def test_fit_recovers_scores_from_exact_btl_probabilities():

@@ -1,4 +1,6 @@
-"""Core: errors, seeded random streams, registries, Bradley-Terry and regret math.
+"""Core: errors, seeded random streams, registries, Bradley-Terry and regret math, the
+one-click Laplace step of every Bayesian learner (`prefduel.core.laplace`) and the optional
+numba switch of compiled kernels (`prefduel.core.jit`).
 
 This subpackage imports nothing else of prefduel.
 """

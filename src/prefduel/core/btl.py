@@ -7,6 +7,7 @@ References:
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -24,7 +25,13 @@ def pairs_of(k: int) -> np.ndarray:
 
 
 def sigmoid(x: np.ndarray | float) -> np.ndarray:
-    """Numerically stable logistic function ``1 / (1 + exp(-x))``."""
+    """Numerically stable logistic function ``1 / (1 + exp(-x))``, elementwise.
+
+    The one logistic function of prefduel (worlds, policies, references); compiled kernels use
+    its scalar form `sigmoid_scalar`. For ``x < 0`` it is ``exp(x) / (1 + exp(x))``, which keeps
+    relative precision far into the lower tail (a very surprising click never has probability
+    exactly 0 before ``x`` is below about -745).
+    """
     x = np.asarray(x, dtype=float)
     out = np.empty_like(x)
     pos = x >= 0
@@ -32,6 +39,39 @@ def sigmoid(x: np.ndarray | float) -> np.ndarray:
     ex = np.exp(x[~pos])
     out[~pos] = ex / (1.0 + ex)
     return out
+
+
+def sigmoid_scalar(x: float) -> float:
+    """`sigmoid` of one float, in plain Python so that compiled kernels can compile it (the
+    same formula, with ``math.exp``)."""
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def top_two(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the largest and the second-largest score along the last axis.
+
+    Ties go to the lower index (the greedy pair of a policy, the two best personas of a
+    reference row).
+
+    Args:
+        scores: ``(..., K)`` scores, ``K >= 2``.
+
+    Returns:
+        ``(best, second)``: integer arrays of shape ``(...)`` (numpy integers for ``(K,)``).
+
+    Raises:
+        ValueError: ``scores`` has fewer than two entries on its last axis.
+    """
+    scores = np.asarray(scores)
+    if scores.ndim == 0 or scores.shape[-1] < 2:
+        raise ValueError(f"top_two needs at least two scores, got shape {scores.shape}")
+    order = np.argsort(-scores, axis=-1, kind="stable")
+    if scores.ndim == 1:
+        return order[0], order[1]
+    return order[..., 0], order[..., 1]
 
 
 def btl_matrix(scores: np.ndarray, scale: float = 1.0) -> np.ndarray:
