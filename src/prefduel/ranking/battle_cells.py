@@ -135,10 +135,11 @@ def name_column(column: Any, name: str, source: str) -> Any:
         BattleFormatError: naming the column and the first data row whose cell is not a name.
     """
     pd = _deps.pandas()
-    series = column if isinstance(column, pd.Series) else pd.Series(np.asarray(column))
-    if pd.api.types.infer_dtype(series, skipna=True) in ("string", "empty"):
+    if not isinstance(column, pd.Series):
+        column = np.asarray(column, dtype=object)
+    if pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
         return column  # the usual case, checked without a loop over the rows
-    values = series.tolist()
+    values = column.tolist()
     out = np.empty(len(values), dtype=object)
     for row, value in enumerate(values):
         try:

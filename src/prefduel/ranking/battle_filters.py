@@ -132,18 +132,32 @@ def duplicate_rows(
         group is in neither).
     """
     pd = _deps.pandas()
-    key = pd.DataFrame({
-        "user": coded.user[rows],
-        "a": coded.a[rows],
-        "b": coded.b[rows],
-        "outcome": coded.outcome[rows],
-        "bothbad": coded.bothbad[rows],
-        "time": np.full(rows.size, np.nan) if time is None else time,
-        "prompt": pd.Series(
-            np.full(rows.size, None, dtype=object) if prompts is None else prompts,
-            dtype=object,
-        ),
-    })
-    repeated = key.duplicated(keep="first").to_numpy()
-    timed = ~np.isnan(key["time"].to_numpy())
+    n_users, n_models = len(coded.users), len(coded.models)
+    outcome = np.round(coded.outcome[rows] * 2).astype(np.int64) * 2 + coded.bothbad[rows]
+    parts = [coded.user[rows], coded.a[rows], coded.b[rows], outcome]
+    sizes = [n_users + 1, n_models, n_models, 6]
+    if np.prod(np.array(sizes, dtype=float)) < 2.0**62:  # one exact integer per distinct row
+        key = np.zeros(rows.size, dtype=np.int64)
+        for part, size in zip(parts, sizes, strict=True):
+            key = key * size + part
+    else:
+        key = _combined(parts)
+    timed = np.zeros(rows.size, dtype=bool)
+    if time is not None:
+        timed = ~np.isnan(time)
+        key = _combined([key, pd.factorize(time, use_na_sentinel=True)[0]])
+    if prompts is not None:
+        key = _combined([key, pd.factorize(prompts, use_na_sentinel=True)[0]])
+    repeated = np.asarray(pd.Index(key).duplicated(keep="first"))
     return repeated & timed, repeated & ~timed
+
+
+def _combined(parts: list[np.ndarray]) -> np.ndarray:
+    """One code per distinct tuple of the integer ``parts`` (each ``(n,)``, values >= -1),
+    re-coded after each step so that no product overflows."""
+    pd = _deps.pandas()
+    key = pd.factorize(parts[0])[0]
+    for part in parts[1:]:
+        codes = pd.factorize(part)[0]
+        key = pd.factorize(key * (int(codes.max(initial=0)) + 1) + codes)[0]
+    return key
