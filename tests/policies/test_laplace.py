@@ -10,10 +10,8 @@ from scipy.integrate import quad
 from scipy.optimize import minimize, root
 from scipy.stats import norm
 
-from prefduel.policies.laplace import LaplaceBelief, laplace_step, top_two
-
-D = 7
-K = 6
+from pb_laplace import D, K, random_cov, tutorduel_z
+from prefduel.policies.laplace import LaplaceBelief, laplace_step
 
 
 def _sig(x):
@@ -46,18 +44,6 @@ def reference_step(mu, sigma, z, y):
     return sol.x, np.linalg.inv(hess(sol.x))
 
 
-def tutorduel_z(rng, gap_sd=1.0):
-    """Feature difference of a shown pair under phi = [e_p, g]: e_i - e_j plus a rater gap."""
-    i, j = rng.choice(K, size=2, replace=False)
-    z = np.zeros(D)
-    z[i], z[j] = 1.0, -1.0
-    z[K] = gap_sd * rng.normal()
-    return z
-
-
-def random_cov(rng, scale=1.0):
-    a = rng.normal(size=(D, D))
-    return scale * (a @ a.T / D + 0.2 * np.eye(D))
 
 
 def _cases():
@@ -187,9 +173,23 @@ def test_isotropic_belief_and_sampling():
     assert abs(draws.var() - 2.5) < 0.3
 
 
-def test_top_two():
-    assert top_two(np.array([0.1, 0.9, 0.3, 0.95, -1.0])) == (3, 1)
-    assert top_two(np.array([2.0, 2.0, 1.0])) == (0, 1)
-    scores = np.array([5.0, 1.0])
-    top_two(scores)
-    np.testing.assert_array_equal(scores, [5.0, 1.0])  # input not modified
+
+def test_observe_replaces_the_arrays_it_was_read_from():
+    """A caller holding the old mean and covariance keeps them (the update is not in place on
+    arrays someone else may hold)."""
+    belief = LaplaceBelief.isotropic(D, 1.0)
+    mu, sigma = belief.mu, belief.sigma
+    belief.observe(np.array([1.0, -1, 0, 0, 0, 0, 0.4]), 1)
+    np.testing.assert_array_equal(mu, np.zeros(D))
+    np.testing.assert_array_equal(sigma, np.eye(D))
+    assert belief.mu[0] > 0 > belief.mu[1]
+
+
+def test_laplace_step_takes_any_array_layout():
+    rng = np.random.default_rng(6)
+    sigma, z = random_cov(rng), tutorduel_z(rng)
+    mu = rng.normal(size=D)
+    want = laplace_step(mu, sigma, z, 1)
+    got = laplace_step(list(mu), np.asfortranarray(sigma), z[::-1][::-1], 1)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from prefduel.core.btl import top_two
 from prefduel.policies.base import Policy
-from prefduel.policies.laplace import LaplaceBelief, top_two
+from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
 
 RULES = ("greedy", "ts")
@@ -45,7 +46,8 @@ class _LaplaceLearner(Policy):
         theta = self.belief.mu if self.rule == "greedy" else self.belief.sample(self.rng)
         # a vanishing random jitter breaks exact ties (e.g. the all-zero prior mean)
         scores = Phi @ theta + 1e-9 * self.rng.random(Phi.shape[0])
-        i, j = top_two(scores)
+        best, second = top_two(scores)
+        i, j = int(best), int(second)
         self._last = Phi[i] - Phi[j]
         return i, j
 

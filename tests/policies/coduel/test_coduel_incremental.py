@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from prefduel.core import jit
 from prefduel.policies import load_policy
 from prefduel.policies.coduel.incremental import (
     IncrementalEM,
@@ -151,8 +152,7 @@ def test_a_death_drops_the_terms_and_refreshes_the_users_it_held():
 
 
 def test_numpy_and_compiled_e_step_terms_agree():
-    kernels = pytest.importorskip("prefduel.policies.coduel.kernels")
-    if not kernels.ENABLED:
+    if not jit.ENABLED:
         pytest.skip("numba is not installed")
     lam, h = _two_clusters(2, 25)
     rng = np.random.default_rng(4)
@@ -160,11 +160,11 @@ def test_numpy_and_compiled_e_step_terms_agree():
     a = rng.normal(size=(4, D, D))
     cov = a @ np.swapaxes(a, 1, 2) / D + 0.1 * np.eye(D)
     compiled = user_terms(lam, h, mu, cov, 1.0)
-    kernels.ENABLED = False
+    jit.ENABLED = False
     try:
         plain = user_terms(lam, h, mu, cov, 1.0)
     finally:
-        kernels.ENABLED = True
+        jit.ENABLED = True
     for x, y in zip(compiled, plain, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-10)
 
@@ -237,12 +237,11 @@ def test_runs_are_deterministic(small_world, spec):
 def test_numpy_and_compiled_paths_play_the_same_pairs(small_world, monkeypatch):
     """The compiled kernels compute the numpy path's quantities (same roots, to rounding):
     on this world both show the same pairs in every round."""
-    kernels = pytest.importorskip("prefduel.policies.coduel.kernels")
-    if not kernels.ENABLED:
+    if not jit.ENABLED:
         pytest.skip("numba is not installed")
     spec = "coduel:gate=off"
     compiled = play(small_world, load_policy(spec), np.random.default_rng(1))
-    monkeypatch.setattr(kernels, "ENABLED", False)
+    monkeypatch.setattr(jit, "ENABLED", False)
     plain = play(small_world, load_policy(spec), np.random.default_rng(1))
     np.testing.assert_array_equal(compiled.first, plain.first)
     np.testing.assert_array_equal(compiled.second, plain.second)

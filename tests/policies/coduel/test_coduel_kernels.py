@@ -1,21 +1,21 @@
 """CODuel's compiled kernels against the numpy path they replace (skipped without numba), and
-the gate's running sums against a recomputation."""
+the gate's running sums against a recomputation. The compiled Laplace step itself is tested in
+``tests/core/test_laplace.py``."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from prefduel.core import jit
 from prefduel.policies import load_policy
 from prefduel.policies.base import policy_context
-from prefduel.policies.coduel import kernels
-from prefduel.policies.coduel.belief import MixtureBelief, laplace_step_batch
+from prefduel.policies.coduel.belief import MixtureBelief
 from prefduel.policies.coduel.pair_rule import lookahead_pair
-from prefduel.policies.laplace import laplace_step
 
 D = 7
 K = 6
-compiled = pytest.mark.skipif(not kernels.ENABLED, reason="numba is not installed")
+compiled = pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed")
 
 
 def _belief(rng, c, scale=0.3):
@@ -56,45 +56,14 @@ def test_mixture_observe_kernel_equals_the_numpy_update(seed, monkeypatch):
         z = _question(rng)[t % K] - _question(rng)[(t + 1) % K]
         y = int(rng.random() < 0.5)
         p_fast = fast.observe(z, y)
-        monkeypatch.setattr(kernels, "ENABLED", False)
+        monkeypatch.setattr(jit, "ENABLED", False)
         p_slow = slow.observe(z, y)
-        monkeypatch.setattr(kernels, "ENABLED", True)
+        monkeypatch.setattr(jit, "ENABLED", True)
         assert p_fast == pytest.approx(p_slow, rel=1e-12)
         np.testing.assert_allclose(fast.mu, slow.mu, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(fast.sigma, slow.sigma, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(fast.log_weight, slow.log_weight, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(fast.weights, slow.weights, atol=1e-12)
-
-
-@compiled
-def test_laplace_rows_equals_the_batched_step_on_surprising_clicks():
-    """Wide beliefs and clicks against the mean, where plain Newton needs its safeguard."""
-    rng = np.random.default_rng(7)
-    _, mu, sigma = _belief(rng, 30, scale=200.0)
-    z = np.r_[1.0, -1.0, np.zeros(K - 2), 2.0]
-    mu[:, 0], mu[:, 1] = -6.0, 6.0  # the first item is far behind: y = 1 is a surprise
-    ref_mu, ref_sigma, ref_p = laplace_step_batch(mu, sigma, z, 1)
-    out_mu, out_sigma = mu.copy(), sigma.copy()
-    p = kernels.laplace_rows(out_mu, out_sigma, z, 1.0)
-    np.testing.assert_allclose(p, ref_p, rtol=1e-12, atol=1e-300)
-    np.testing.assert_allclose(out_mu, ref_mu, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(out_sigma, ref_sigma, rtol=1e-9, atol=1e-9)
-
-
-@compiled
-@pytest.mark.parametrize("seed", range(4))
-def test_solo_kernel_is_the_no_transfer_update(seed):
-    rng = np.random.default_rng(seed)
-    for _ in range(50):
-        a = rng.normal(size=(D, D))
-        sigma = (a @ a.T / D + 0.2 * np.eye(D)) * np.exp(rng.uniform(-3, 6))
-        mu, z, y = 3 * rng.normal(size=D), rng.normal(size=D), int(rng.integers(2))
-        ref_mu, ref_sigma, ref_p = laplace_step(mu, sigma, z, y)
-        out_mu, out_sigma = mu.copy(), sigma.copy()
-        p = kernels.laplace_one(out_mu, out_sigma, z, float(y))
-        assert p == pytest.approx(ref_p, rel=1e-13, abs=1e-300)
-        np.testing.assert_allclose(out_mu, ref_mu, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(out_sigma, ref_sigma, rtol=1e-12, atol=1e-12)
 
 
 def test_gate_running_sums_equal_a_recomputation():

@@ -9,9 +9,10 @@ import itertools
 import numpy as np
 import pytest
 
+from prefduel.core.btl import top_two
 from prefduel.policies import check_policy, load_policy
 from prefduel.policies.coduel import pair_rule
-from prefduel.policies.coduel.pair_rule import LOOKAHEAD_VALUES, greedy_pair, lookahead_pair
+from prefduel.policies.coduel.pair_rule import LOOKAHEAD_VALUES, lookahead_pair
 from prefduel.policies.laplace import laplace_step
 from prefduel.runner.cell import play
 from prefduel.worlds import get_world
@@ -100,7 +101,7 @@ def test_with_no_rounds_left_the_decision_rule_is_greedy():
         weights, mu, sigma = _belief(rng, 3)
         phi = _question(rng)
         pair, _ = lookahead_pair(weights, mu, sigma, phi, _question(rng, 3), 0, "decision")
-        assert pair == greedy_pair(phi @ (weights @ mu))
+        assert pair == top_two(phi @ (weights @ mu))
 
 
 def test_unknown_lookahead_value_is_named():

@@ -8,7 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from prefduel.policies.coduel.pair_rule import greedy_pair, greedy_regret, lookahead_pair
+from prefduel.core.btl import top_two
+from prefduel.policies.coduel.pair_rule import greedy_regret, lookahead_pair
 from prefduel.policies.laplace import laplace_step
 
 D = 7
@@ -105,7 +106,7 @@ def test_with_no_rounds_left_the_lookahead_is_greedy(c):
         weights, mu, sigma = _random_belief(rng, c)
         phi = _question(rng)
         pair, _ = lookahead_pair(weights, mu, sigma, phi, _question(rng, 3), 0)
-        assert pair == greedy_pair(phi @ (weights @ mu))
+        assert pair == top_two(phi @ (weights @ mu))
         assert pair == _greedy_by_loops(weights, mu, phi)
 
 
@@ -128,7 +129,7 @@ def test_lookahead_pays_now_to_tell_disagreeing_components_apart():
     mu = np.array([[3.0, -3.0, 2.0, 0.3], [-3.0, 3.0, 2.0, 0.3]])
     sigma = np.stack([0.05 * np.eye(d)] * 2)
     bank = np.stack([np.eye(k)] * 4)
-    greedy = greedy_pair(weights @ mu)
+    greedy = top_two(weights @ mu)
     assert greedy == (2, 3)
 
     pair, values = lookahead_pair(weights, mu, sigma, phi, bank, remaining=10)
@@ -169,7 +170,3 @@ def test_greedy_regret_matches_loops():
     u2 = np.stack([util, util[::-1]])
     np.testing.assert_allclose(greedy_regret(w2, u2)[0], out, atol=1e-12)
 
-
-def test_greedy_pair():
-    assert greedy_pair(np.array([0.1, 0.9, 0.3, 0.95])) == (3, 1)
-    assert greedy_pair(np.array([2.0, 2.0, 1.0])) == (0, 1)  # stable on ties

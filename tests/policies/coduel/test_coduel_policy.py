@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 
+from prefduel.core.btl import top_two
 from prefduel.core.errors import SpecError
 from prefduel.policies import check_policy, load_policy
 from prefduel.policies.base import policy_context, validate_pair
-from prefduel.policies.coduel.pair_rule import greedy_pair, lookahead_pair
+from prefduel.policies.coduel.pair_rule import lookahead_pair
 from prefduel.policies.coduel.recal import apply_recalibration
 from prefduel.runner.cell import play
 from prefduel.worlds import get_world
@@ -168,9 +169,9 @@ def test_gate_decision_and_who_selects(world):
         feats = apply_recalibration(phi, pol.matrix)
         if pol.gate_open:
             log["open"] += 1
-            return greedy_pair(feats @ pol.belief.mean() + jitter)
+            return top_two(feats @ pol.belief.mean() + jitter)
         log["closed"] += 1
-        return greedy_pair(feats @ pol.solo.mu + jitter)
+        return top_two(feats @ pol.solo.mu + jitter)
 
     def after_select(pol, phi, pair, expected):
         assert pair == expected
@@ -272,7 +273,7 @@ def test_transfer_uses_the_lookahead_over_a_bank_of_recent_questions(world):
     def before(pol, phi, jitter):
         feats = apply_recalibration(phi, pol.matrix)
         weights = pol.belief.weights
-        greedy = greedy_pair(feats @ pol.belief.mean() + jitter)
+        greedy = top_two(feats @ pol.belief.mean() + jitter)
         remaining = world.S - pol.t - 1
         assert pol.t == log["t"] % world.S
         expected = greedy

@@ -12,11 +12,12 @@ import pytest
 pytest.importorskip("numba")
 
 SCRIPT = """
-import prefduel.policies.coduel.kernels as kernels
+import prefduel.policies.coduel.kernels
 from pb_toys import make_world
+from prefduel.core import jit
 from prefduel.runner.cell import run_cell
 
-assert kernels.ENABLED
+assert jit.ENABLED
 print(round(run_cell(make_world(0), "coduel")["score"], 6))
 """
 

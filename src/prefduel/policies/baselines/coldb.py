@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
+from prefduel.core.btl import sigmoid
 from prefduel.policies.base import Policy
 from prefduel.policies.baselines._common import argmax_pair, positive
 from prefduel.policies.baselines.linear_duel import maxpair_scores
@@ -44,7 +44,7 @@ def logistic_map(
     ridge = np.eye(d) / prior_var
     theta = np.array(start, dtype=float)
     for _ in range(steps + 1):
-        p = expit(z @ theta)
+        p = sigmoid(z @ theta)
         lam = (z * (p * (1.0 - p))[:, None]).T @ z
         if _ == steps:
             break

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from prefduel.core.btl import top_two
 from prefduel.policies.base import Policy
 from prefduel.policies.baselines._common import (
     UserLaplacePolicy,
@@ -22,7 +23,7 @@ from prefduel.policies.baselines._common import (
     marginal_summary,
     positive,
 )
-from prefduel.policies.laplace import LaplaceBelief, top_two
+from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
 
 RULES = ("ts", "dts", "greedy")

@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from prefduel.core import jit
 from prefduel.policies.coduel import kernels
 from prefduel.policies.coduel.population import (
     Population,
@@ -78,7 +79,7 @@ def user_terms(
     d = h.shape[1]
     mu_all = np.concatenate([np.zeros((1, d)), mu])
     cov_all = np.concatenate([prior_var * np.eye(d)[None], cov])
-    if kernels.ENABLED:
+    if jit.ENABLED:
         prec = np.linalg.inv(cov_all)
         prior_info = np.einsum("cij,cj->ci", prec, mu_all)
         const = np.einsum("ci,ci->c", mu_all, prior_info) + np.linalg.slogdet(cov_all)[1]

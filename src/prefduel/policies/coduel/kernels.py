@@ -2,195 +2,50 @@
 
 CODuel's per-round work is a one-click Laplace update of every component and, while the
 belief is undecided, the lookahead over 15 pairs x 2 outcomes x C components x a bank of
-questions. In numpy both are some hundred small-array operations per round, each costing
-more in call overhead than in arithmetic; compiled, the same arithmetic runs in loops. These
-kernels compute what `prefduel.policies.coduel.belief.laplace_step_batch` and
-`prefduel.policies.coduel.pair_rule.lookahead_pair` compute, with the same scalar root (to
-``|f| < 1e-10``), so the two paths agree to rounding and to that tolerance (tests in
-``tests/policies/coduel/test_coduel_kernels.py``).
+questions; after each session, the E-step of some users under every component. In numpy each
+is some hundred small-array operations, each costing more in call overhead than in
+arithmetic; compiled, the same arithmetic runs in loops. These kernels compute what
+`prefduel.policies.coduel.belief.MixtureBelief.observe`,
+`prefduel.policies.coduel.pair_rule.lookahead_pair` and
+`prefduel.policies.coduel.population.component_evidence` compute in numpy, with the one
+Laplace step and scalar root of `prefduel.core.laplace`, so the two paths agree to rounding
+(tests in ``tests/policies/coduel/test_coduel_kernels.py``).
 
-``PREFDUEL_NUMBA=0`` in the environment forces the numpy path (`ENABLED` is False then, and
-when numba is not installed: ``pip install prefduel[fast]``).
+The switch is `prefduel.core.jit.ENABLED` (``PREFDUEL_NUMBA=0`` in the environment forces the
+numpy path; without numba: ``pip install prefduel[fast]``).
 """
 
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
-try:  # optional extra
-    if os.environ.get("PREFDUEL_NUMBA", "1") == "0":
-        raise ImportError("disabled by PREFDUEL_NUMBA=0")
-    from numba import njit
-except ImportError:  # the numpy path is used
-    ENABLED = False
+from prefduel.core.btl import sigmoid_scalar
+from prefduel.core.jit import compiled
+from prefduel.core.laplace import PROBIT, solve_root, update_rows
 
-    def njit(*args, **kwargs):  # a no-op stand-in, so that the module still imports
-        def wrap(fn):
-            return fn
-
-        return wrap if not args or not callable(args[0]) else args[0]
-
-else:
-    ENABLED = True
-
-
-def _compiled(**options):
-    """``njit(cache=True, **options)``, or without the on-disk cache where numba cannot keep
-    one (a read-only install with an unwritable home folder): compiled once per process."""
-
-    def wrap(fn):
-        try:
-            return njit(cache=True, **options)(fn)
-        except RuntimeError:  # "cannot cache function ...: no locator available"
-            return njit(cache=False, **options)(fn)
-
-    return wrap
-
-_PROBIT = math.pi / 8.0
+_sigmoid = compiled(inline="always")(sigmoid_scalar)
 # reassociation and contraction (sums may vectorize); no assumptions about infinities or NaN
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@_compiled(inline="always")
-def _sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-@_compiled()
-def _solve(m: float, s: float, y: float, p0: float) -> float:
-    """The root of ``alpha - y + sigmoid(m + alpha s)`` (as `belief.solve_step`): plain
-    Newton from the predictive step, safeguarded Newton (rtsafe) if it has not converged."""
-    alpha = (y - p0) / (1.0 + s * (p0 - p0 * p0))
-    for _ in range(6):
-        p = _sigmoid(m + alpha * s)
-        f = alpha - y + p
-        if abs(f) < 1e-10:
-            return alpha
-        alpha -= f / (1.0 + s * (p - p * p))
-    lo, hi = y - 1.0, y
-    alpha = min(max(alpha, lo), hi)
-    dx = dx_old = 1.0
-    for _ in range(60):
-        p = _sigmoid(m + alpha * s)
-        f = alpha - y + p
-        if abs(f) < 1e-10:
-            break
-        if f > 0:
-            hi = alpha
-        else:
-            lo = alpha
-        df = 1.0 + s * (p - p * p)
-        newton = alpha - f / df
-        if (newton - hi) * (newton - lo) >= 0.0 or 2.0 * abs(f) > abs(dx_old * df):
-            dx_old, dx = dx, 0.5 * (hi - lo)
-            alpha = lo + dx
-        else:
-            dx_old, dx = dx, f / df
-            alpha = newton
-    return alpha
-
-
-@_compiled()
-def laplace_rows(mu, sigma, z, y):  # pragma: no cover - compiled
-    """One-click Laplace update, in place, of ``mu (B, d)``, ``sigma (B, d, d)`` for one
-    click ``z (d,)``, ``y``; returns ``p_first (B,)`` (before the update)."""
-    n, d = mu.shape
-    p_first = np.empty(n)
-    sz = np.empty(d)
-    for b in range(n):
-        m = 0.0
-        s = 0.0
-        for i in range(d):
-            acc = 0.0
-            for j in range(d):
-                acc += sigma[b, i, j] * z[j]
-            sz[i] = acc
-            m += z[i] * mu[b, i]
-            s += z[i] * acc
-        p0 = _sigmoid(m / math.sqrt(1.0 + _PROBIT * s))
-        p_first[b] = p0
-        alpha = _solve(m, s, y, p0)
-        p = _sigmoid(m + alpha * s)
-        w = p * (1.0 - p)
-        c = w / (1.0 + w * s)
-        for i in range(d):
-            mu[b, i] += alpha * sz[i]
-            for j in range(d):
-                sigma[b, i, j] -= c * sz[i] * sz[j]
-    return p_first
-
-
-@_compiled()
+@compiled()
 def mixture_observe(weights, log_weight, mu, sigma, z, y):  # pragma: no cover - compiled
     """`prefduel.policies.coduel.belief.MixtureBelief.observe` in place: every component's
-    Laplace update, log weights plus each component's log predictive probability of ``y``;
-    returns the mixture's predictive probability of ``y`` under ``weights`` (before)."""
-    p_first = laplace_rows(mu, sigma, z, y)
+    Laplace update (``z (1, d)``, ``y (1,)``), log weights plus each component's log
+    predictive probability of ``y``; returns the mixture's predictive probability of ``y``
+    under ``weights`` (before)."""
+    p_first = update_rows(mu, sigma, z, y)
     total = 0.0
     for c in range(p_first.shape[0]):
-        p_y = p_first[c] if y == 1.0 else 1.0 - p_first[c]
+        p_y = p_first[c] if y[0] == 1.0 else 1.0 - p_first[c]
         log_weight[c] += math.log(max(p_y, 1e-300))
         total += weights[c] * p_y
     return total
 
 
-@_compiled()
-def laplace_one(mu, sigma, z, y):  # pragma: no cover - compiled
-    """`prefduel.policies.laplace.laplace_step` (the no-transfer learner's update, same
-    iteration and tolerance), in place on ``mu (d,)``, ``sigma (d, d)``; returns the
-    predictive probability that the first item wins (before the update)."""
-    d = mu.shape[0]
-    sz = np.empty(d)
-    m = 0.0
-    s = 0.0
-    for i in range(d):
-        acc = 0.0
-        for j in range(d):
-            acc += sigma[i, j] * z[j]
-        sz[i] = acc
-        m += z[i] * mu[i]
-    for i in range(d):
-        s += z[i] * sz[i]
-    predictive = _sigmoid(m / math.sqrt(1.0 + _PROBIT * s))
-    lo, hi = y - 1.0, y
-    alpha = 0.0
-    dx = dx_old = 1.0
-    for _ in range(64):
-        p = _sigmoid(m + alpha * s)
-        f = alpha - y + p
-        if abs(f) < 1e-12:
-            break
-        if f > 0:
-            hi = alpha
-        else:
-            lo = alpha
-        df = 1.0 + s * p * (1.0 - p)
-        out = ((alpha - hi) * df - f) * ((alpha - lo) * df - f) > 0
-        if out or abs(2.0 * f) > abs(dx_old * df):
-            dx_old, dx = dx, 0.5 * (hi - lo)
-            alpha = lo + dx
-        else:
-            dx_old, dx = dx, f / df
-            alpha -= dx
-        if abs(dx) < 1e-15:
-            break
-    p = _sigmoid(m + alpha * s)
-    w = p * (1.0 - p)
-    c = w / (1.0 + w * s)
-    for i in range(d):
-        mu[i] += alpha * sz[i]
-        for j in range(d):
-            sigma[i, j] -= c * sz[i] * sz[j]
-    return predictive
-
-
-@_compiled(fastmath=_FAST)
+@compiled(fastmath=_FAST)
 def _lookahead_terms(weights, mu, sigma, phi, bank):  # pragma: no cover - compiled
     """The pair-independent terms of `lookahead_values`: utilities under the current means
     (``u_now (C, K)``, ``u_bank (C, Q*K)``), ``s_phi``, ``g`` (see below), the belief's best
@@ -238,7 +93,7 @@ def _lookahead_terms(weights, mu, sigma, phi, bank):  # pragma: no cover - compi
     return u_now, u_bank, s_phi, g, best_now, regret_base
 
 
-@_compiled(fastmath=_FAST)
+@compiled(fastmath=_FAST)
 def lookahead_values(weights, mu, sigma, phi, bank, pairs, remaining, updated):  # pragma: no cover
     """Values of every pair under the lookahead (as `pair_rule.lookahead_pair`).
 
@@ -276,9 +131,9 @@ def lookahead_values(weights, mu, sigma, phi, bank, pairs, remaining, updated): 
                 zi = phi[a, i] - phi[b, i]
                 m_c += zi * mu[c, i]
                 s_c += zi * (s_phi[c, a, i] - s_phi[c, b, i])
-            p0 = _sigmoid(m_c / math.sqrt(1.0 + _PROBIT * s_c))
-            alpha[0, c] = _solve(m_c, s_c, 1.0, p0)
-            alpha[1, c] = _solve(m_c, s_c, 0.0, p0)
+            p0 = _sigmoid(m_c / math.sqrt(1.0 + PROBIT * s_c))
+            alpha[0, c] = solve_root(m_c, s_c, 1.0, p0)
+            alpha[1, c] = solve_root(m_c, s_c, 0.0, p0)
             new_w[0, c] = weights[c] * p0
             new_w[1, c] = weights[c] * (1.0 - p0)
             p_1 += new_w[0, c]
@@ -318,7 +173,7 @@ def lookahead_values(weights, mu, sigma, phi, bank, pairs, remaining, updated): 
     return values
 
 
-@_compiled()
+@compiled()
 def estep_terms(lam, h, prec, prior_info, const):  # pragma: no cover - compiled
     """Per user and component, the log evidence and posterior moments of
     `prefduel.policies.coduel.population.component_evidence` (Cholesky factor of the

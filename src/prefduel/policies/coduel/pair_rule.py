@@ -3,7 +3,8 @@
 Under a mixture belief with weights ``w_c`` and component means ``mu_c``, the belief-averaged
 strong regret of showing ``(i, j)`` on a question with features ``Phi`` is
 ``sum_c w_c (2 max_p u_cp - u_ci - u_cj)`` with ``u_c = Phi mu_c``. Greedy play minimizes it
-(the top two of the mixture-mean utilities). The lookahead rule scores each pair by
+(the top two of the mixture-mean utilities, `prefduel.core.btl.top_two`). The lookahead rule
+scores each pair by
 
     regret_now(i, j) + remaining * sum_y P(y | i, j) G(belief after observing y on (i, j))
 
@@ -30,15 +31,10 @@ import functools
 
 import numpy as np
 
-from prefduel.core.btl import pairs_of
+from prefduel.core import jit
+from prefduel.core.btl import pairs_of, sigmoid
+from prefduel.core.laplace import PROBIT, solve_step
 from prefduel.policies.coduel import kernels
-from prefduel.policies.coduel.belief import _PROBIT, _sigmoid, solve_step
-
-
-def greedy_pair(mean_utilities: np.ndarray) -> tuple[int, int]:
-    """Top two of ``mean_utilities (K,)``, best first."""
-    order = np.argsort(-mean_utilities, kind="stable")
-    return int(order[0]), int(order[1])
 
 
 def greedy_regret(weights: np.ndarray, utilities: np.ndarray) -> np.ndarray:
@@ -88,7 +84,7 @@ def _outcome_beliefs(
     sz = sigma @ z.T  # (C, d, P)
     m = mu @ z.T  # (C, P)
     s = np.einsum("cdp,pd->cp", sz, z)
-    p_first = _sigmoid(m / np.sqrt(1.0 + _PROBIT * s))
+    p_first = sigmoid(m / np.sqrt(1.0 + PROBIT * s))
     y = np.empty((2, *m.shape))
     y[0], y[1] = 1.0, 0.0
     alpha = solve_step(
@@ -137,7 +133,7 @@ def lookahead_pair(
     if value not in LOOKAHEAD_VALUES:
         raise ValueError(f"value must be one of {', '.join(LOOKAHEAD_VALUES)}, got {value!r}")
     pairs = _pairs(phi.shape[0])
-    if kernels.ENABLED if compiled is None else compiled:
+    if jit.ENABLED if compiled is None else compiled:
         values = kernels.lookahead_values(
             np.ascontiguousarray(weights, dtype=float),
             np.ascontiguousarray(mu, dtype=float),

@@ -39,12 +39,12 @@ from typing import Any
 
 import numpy as np
 
+from prefduel.core.btl import top_two
 from prefduel.policies.base import Policy
-from prefduel.policies.coduel import kernels
 from prefduel.policies.coduel.belief import MixtureBelief, likelihood_summaries
 from prefduel.policies.coduel.checks import _choice, _positive, _switch
 from prefduel.policies.coduel.incremental import IncrementalEM, next_full_pass
-from prefduel.policies.coduel.pair_rule import greedy_pair, lookahead_pair
+from prefduel.policies.coduel.pair_rule import lookahead_pair
 from prefduel.policies.coduel.population import Population, component_posteriors
 from prefduel.policies.coduel.recal import apply_recalibration, fit_recalibration
 from prefduel.policies.laplace import LaplaceBelief
@@ -217,10 +217,11 @@ class CODuel(Policy):
                     w, self.belief.mu[keep], self.belief.sigma[keep], phi, bank, remaining, value
                 )
             else:
-                pair = greedy_pair(phi @ self.belief.mean() + jitter)
+                pair = top_two(phi @ self.belief.mean() + jitter)
         else:
-            pair = greedy_pair(phi @ self.solo.mu + jitter)
-        self._last = (pair[0], pair[1], phi[pair[0]] - phi[pair[1]])
+            pair = top_two(phi @ self.solo.mu + jitter)
+        i, j = int(pair[0]), int(pair[1])
+        self._last = (i, j, phi[i] - phi[j])
         self.s_g.append(np.array(Phi[:, -1], dtype=float))
         if not self.layout_ok:
             self.s_z.append(self._last[2])
@@ -228,7 +229,7 @@ class CODuel(Policy):
         if len(self.recent) > self.bank:
             self.recent.pop(0)
         self._bank_append(phi)
-        return pair
+        return i, j
 
     def _bank_append(self, phi: np.ndarray) -> None:
         """Keep the lookahead's bank (the last ``bank`` questions, as the learners see them)
@@ -258,11 +259,7 @@ class CODuel(Policy):
         i, j, z = self._last
         y = int(outcome)
         p_pop = self.belief.observe(z, y)
-        if kernels.ENABLED:  # the same update as LaplaceBelief.observe, compiled
-            p_first = kernels.laplace_one(self.solo.mu, self.solo.sigma, z, float(y))
-            p_solo = p_first if y == 1 else 1.0 - p_first
-        else:
-            p_solo = self.solo.observe(z, y)
+        p_solo = self.solo.observe(z, y)
         self.session_llr += math.log(max(p_pop, 1e-300)) - math.log(max(p_solo, 1e-300))
         self.s_first.append(i)
         self.s_second.append(j)

@@ -11,11 +11,8 @@ multiple of the identity, not toward zero.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return expit(x)
+from prefduel.core.btl import sigmoid
 
 
 def recal_design(
@@ -71,7 +68,7 @@ def fit_recalibration(
     coef = v.copy() if start is None else np.array(start, dtype=float).ravel()
     y = outcome.astype(float)
     for _ in range(steps):
-        p = _sigmoid(offset + x @ coef)
+        p = sigmoid(offset + x @ coef)
         grad = x.T @ (y - p) - penalty @ coef
         hess = (x * (p * (1 - p))[:, None]).T @ x + penalty + 1e-9 * np.eye(k * k)
         step = np.linalg.solve(hess, grad)
