@@ -57,4 +57,4 @@ def test_a_bad_roster_file_exits_2_naming_file_and_field(roster, tmp_path, capsy
     Path("bad.yaml").write_text("base: dev\nstudents: everyone\n")
     assert main(["run", "--worlds", "bad.yaml", "--out", str(tmp_path / "r.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert "roster file bad.yaml: students: Input should be 'profiles'" in err
+    assert "roster file bad.yaml: students: expected one of 'profiles'" in err

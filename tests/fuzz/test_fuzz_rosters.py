@@ -43,6 +43,11 @@ def _no_bad_numbers(result):
     return None
 
 
+def _is_text(label: str) -> bool:
+    """Damage to a free-text field: a number there is kept as its text ("nan" too)."""
+    return label.split("=")[0].rsplit(".", 1)[-1] in ("description", "name")
+
+
 def _damage() -> list[tuple[str, dict[str, bytes]]]:
     students = (EXAMPLES / "my_students.yaml").read_bytes()
     text = yaml.safe_dump(ROSTER, sort_keys=False)
@@ -68,7 +73,7 @@ def test_damaged_roster_files():
     assert not failures(reference, done), failures(reference, done)
     damage = _damage()
     cases = [
-        Case(f"{name}:{label}", argv, files, oracle=_no_bad_numbers)
+        Case(f"{name}:{label}", argv, files, oracle=None if _is_text(label) else _no_bad_numbers)
         for name, argv in COMMANDS.items()
         for label, files in damage
     ]

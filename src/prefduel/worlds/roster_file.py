@@ -34,9 +34,10 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from prefduel.core.errors import WorldFormatError
+from prefduel.core.schema import Integer, Number, Real, Text, validate
 from prefduel.core.yamlfile import read_yaml
 from prefduel.worlds.rosters import ROSTERS, builtin_roster, is_roster, is_roster_file
 from prefduel.worlds.tutorsim_data import (
@@ -75,34 +76,35 @@ class RosterFileError(WorldFormatError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    __schema_keys__ = "fields"
 
 
 class _Collection(_Strict):
     """Where entries come from: a packaged pool or a YAML file, optionally a subset."""
 
     builtin: Literal["dev", "heldout"] | None = None
-    file: str | None = None
-    take: PositiveInt | list[str] | None = None
+    file: Text | None = None
+    take: Annotated[Integer, Field(ge=1)] | list[Text] | None = None
 
 
 class _Template(_Strict):
-    shared_taste: dict[str, float] | None = None
-    traits: list[dict[str, Any]] | str | None = None
+    shared_taste: dict[str, Real] | None = None
+    traits: list[dict[str, Any]] | Text | None = None
 
 
 class _RosterFileModel(_Strict):
-    base: str
-    name: str | None = None
-    description: str | None = None
-    arrivals: Annotated[int, Field(ge=1, le=MAX_ARRIVALS)] | None = None
+    base: Text
+    name: Text | None = None
+    description: Text | None = None
+    arrivals: Annotated[Integer, Field(ge=1, le=MAX_ARRIVALS)] | None = None
     topics: Literal["dev", "heldout"] | None = None
     students: Literal["profiles", "composite", "quirky", "scrambled", "isotropic"] | None = None
-    seeds: Annotated[int, Field(ge=1, le=MAX_PROTOCOL_SEEDS)] | None = None
+    seeds: Annotated[Integer, Field(ge=1, le=MAX_PROTOCOL_SEEDS)] | None = None
     profiles: Any = None  # a list of entries or a _Collection mapping (checked by _collection)
     quirks: Any = None
     template: _Template | None = None
-    params: dict[str, float | int] | None = None
+    params: dict[str, Number] | None = None
 
 
 def roster_file_label(name: str) -> str:
@@ -110,26 +112,12 @@ def roster_file_label(name: str) -> str:
     return os.path.normpath(name.strip())
 
 
-def _validation_message(exc: ValidationError, model: type[BaseModel], prefix: str = "") -> str:
-    """The first problem of a pydantic error as ``field: problem``, with the allowed fields."""
-    err = exc.errors()[0]
-    loc = prefix + ".".join(str(p) for p in err["loc"])
-    if err["type"] == "extra_forbidden":
-        if len(err["loc"]) > 1 and err["loc"][0] == "template":
-            model = _Template
-        return f"{loc}: unknown field; allowed: {', '.join(model.model_fields)}"
-    return f"{loc or 'top level'}: {err['msg']} (got {err.get('input')!r})"
-
-
 def _collection(value: Any, where: str) -> list[dict[str, Any]] | _Collection:
     """A ``profiles``/``quirks`` value: an inline list, or ``{builtin|file, take}``."""
     if isinstance(value, list):
         return value
     if isinstance(value, dict):
-        try:
-            return _Collection.model_validate(value)
-        except ValidationError as exc:
-            raise RosterFileError(f"{where}.{_validation_message(exc, _Collection)}") from None
+        return validate(_Collection, value, error=RosterFileError, source=where)
     raise RosterFileError(
         f"{where}: expected a list of entries or a mapping with builtin/file/take, got {value!r}"
     )
@@ -269,11 +257,10 @@ def load_roster_file(path: str | Path) -> dict[str, Any]:
     doc = read_yaml(file, "roster file", RosterFileError)
     if not isinstance(doc, dict):
         raise RosterFileError(f"roster file {file}: expected a mapping with at least 'base'")
-    try:
-        spec = _RosterFileModel.model_validate(doc)
-    except ValidationError as exc:
-        message = _validation_message(exc, _RosterFileModel)
-        raise RosterFileError(f"roster file {file}: {message}") from None
+    spec = validate(
+        _RosterFileModel, doc, error=RosterFileError, source=f"roster file {file}",
+        root="(top level)",
+    )
     if is_roster_file(spec.base) or not is_roster(spec.base):
         raise RosterFileError(
             f"roster file {file}: base: {spec.base!r} is not a built-in roster id; "
