@@ -213,3 +213,8 @@ def test_unwritable_outputs_are_named_before_any_work(argv, message, toy_world, 
     assert main([a.format(**names) for a in argv] + grid) == 2
     assert message.format(**names) in capsys.readouterr().err
     assert not (tmp_path / "lb.jsonl").exists()  # the leaderboard computed nothing
+
+
+def test_an_infinite_min_gap_is_a_usage_error(capsys):
+    assert main(["prefdisco", "report", "d", "--min-gap", "inf"]) == 2
+    assert "expected a finite number > 0, got 'inf'" in capsys.readouterr().err

@@ -141,3 +141,12 @@ def test_fit_labels_shortens_and_keeps_them_distinct(width):
             assert "…" in label and len(label) <= width
     # the two coduel settings differ at the end: the end is kept
     assert fitted[names[0]].endswith("2") and fitted[names[1]].endswith("3")
+
+
+def test_a_dollar_in_a_policy_name_is_drawn_as_text(tmp_path):
+    """matplotlib reads '$...$' as mathematics: a malformed one crashed the figures."""
+    world = profile_world(tmp_path / "world")
+    policies = {"random": 1.0, "a$\\frac{b$": 0.5, "other$x^2$": 0.7}
+    rows = synthetic_rows(world, [0, 1], policies, n=roster_size(world))
+    result = build_report(write_rows(tmp_path / "r.jsonl", rows), tmp_path / "out")
+    assert len(result.figures) >= 2 and not result.figures_skipped

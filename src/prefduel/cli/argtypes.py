@@ -7,6 +7,7 @@ the option and the value.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 from prefduel.core.rng import SEED_LIMIT
@@ -39,11 +40,11 @@ seed_int = int_at_least(0, SEED_LIMIT - 1)
 
 
 def positive_float(text: str) -> float:
-    """A number ``> 0``."""
+    """A finite number ``> 0``."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
     return value

@@ -65,6 +65,8 @@ COMPETITOR_COLOR = "#6b6b6b"
 COMPETITOR_DASH = (0, (4, 2))
 
 STYLE = {
+    # names come from users' files: '$...$' in a policy name is text, not mathematics
+    "text.parse_math": False,
     "font.size": 9,
     "axes.titlesize": 10,
     "axes.labelsize": 9,
