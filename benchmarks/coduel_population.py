@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 from prefduel.cli.main import parse_seeds
 from prefduel.core.registry import split_specs
 from prefduel.policies import load_policy
-from prefduel.policies.coduel.population import component_posteriors
+from prefduel.policies.coduel.population import component_evidence
 from prefduel.runner.cell import play, policy_rng
 from prefduel.runner.references import linear_oracle_theta
 from prefduel.worlds import get_world
@@ -73,7 +73,7 @@ def fit(seed: int, spec: str) -> Fit:
         play(world, policy, policy_rng(world.seed, spec), label=spec)
     pop = policy.pop
     profiles = [world.students[i]["profile"] for i in world.student_index]
-    _, _, loglik = component_posteriors(policy.lam, policy.h, pop.mu, pop.cov)
+    loglik = component_evidence(policy.lam, policy.h, pop.mu, pop.cov)[0]
     logr = loglik + np.log(np.maximum(pop.weights(), 1e-300))
     return Fit(policy, world, logr.argmax(axis=1), profiles)
 

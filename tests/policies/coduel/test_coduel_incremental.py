@@ -16,7 +16,7 @@ from prefduel.policies.coduel.incremental import (
     next_full_pass,
     user_terms,
 )
-from prefduel.policies.coduel.population import Population, component_posteriors
+from prefduel.policies.coduel.population import Population, component_evidence
 from prefduel.runner.cell import play
 from prefduel.worlds import get_world
 from prefduel.worlds.world import World
@@ -78,14 +78,14 @@ def test_stored_terms_are_a_fresh_e_step_of_each_refreshed_user():
         inc.add_session(lam[:i], h[:i])
     users = np.array([0, 5, 29])
     inc.refresh(users, lam[users], h[users])
-    m, post_cov, loglik = component_posteriors(lam[users], h[users], pop.mu, pop.cov)
+    loglik, m, second = component_evidence(lam[users], h[users], pop.mu, pop.cov)
     logr = loglik + np.log(pop.weights())
     r = np.exp(logr - logr.max(axis=1, keepdims=True))
     r /= r.sum(axis=1, keepdims=True)
     slots = np.asarray(inc.slots)
     np.testing.assert_allclose(inc.r[users][:, slots], r, atol=1e-12)
     expect_s1 = r[:, 1:, None] * m[:, 1:]
-    expect_s2 = r[:, 1:, None, None] * (np.einsum("nci,ncj->ncij", m, m) + post_cov)[:, 1:]
+    expect_s2 = r[:, 1:, None, None] * second[:, 1:]
     np.testing.assert_allclose(inc.s1[users][:, slots[1:]], expect_s1, atol=1e-10)
     np.testing.assert_allclose(inc.s2[users][:, slots[1:]], expect_s2, atol=1e-10)
 

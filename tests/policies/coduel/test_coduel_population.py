@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from prefduel.core import jit
 from prefduel.policies.coduel.population import (
     Population,
-    component_posteriors,
+    component_evidence,
     unidentified_direction,
 )
 
@@ -65,25 +66,28 @@ def _center(rng, norm=3.0):
     return norm * c / np.linalg.norm(c)
 
 
-# ------------------------------------------------------------------ component_posteriors
+# -------------------------------------------------------------------- component_evidence
 
 
-def test_component_posteriors_match_dense_inverses_one_pair_at_a_time():
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "kernel"])
+def test_component_evidence_matches_dense_inverses_one_pair_at_a_time(compiled, monkeypatch):
+    """Both paths (the kernel runs as plain Python without numba)."""
+    monkeypatch.setattr(jit, "ENABLED", compiled)
     rng = np.random.default_rng(0)
     n, c = 5, 3
     lam = np.stack([_random_pd(rng, scale=2.0) for _ in range(n)])
     h = rng.normal(size=(n, D))
     mu = rng.normal(size=(c, D))
     cov = np.stack([_random_pd(rng, scale=0.8) for _ in range(c)])
-    m, post_cov, loglik = component_posteriors(lam, h, mu, cov)
-    assert m.shape == (n, c, D) and post_cov.shape == (n, c, D, D) and loglik.shape == (n, c)
+    loglik, m, second = component_evidence(lam, h, mu, cov)
+    assert m.shape == (n, c, D) and second.shape == (n, c, D, D) and loglik.shape == (n, c)
     for i in range(n):
         m_lik = np.linalg.solve(lam[i], h[i])
         ref_ll = []
         for k in range(c):
             prec = np.linalg.inv(cov[k])
             v = np.linalg.inv(prec + lam[i])
-            np.testing.assert_allclose(post_cov[i, k], v, atol=1e-12)
+            np.testing.assert_allclose(second[i, k] - np.outer(m[i, k], m[i, k]), v, atol=1e-12)
             np.testing.assert_allclose(m[i, k], v @ (prec @ mu[k] + h[i]), atol=1e-10)
             # exp(h.t - t'Lam t/2) = const_i x N(m_lik; t, Lam^-1), so the evidence of
             # component k is const_i x N(m_lik; mu_k, V_k + Lam^-1)
@@ -105,7 +109,7 @@ def test_log_evidence_differences_equal_brute_force_integrals(singular):
     h = np.array([[0.8, -0.4]])
     mu = np.array([[0.0, 0.0], [1.0, -0.5], [-0.7, 0.9]])
     cov = np.stack([np.eye(2), _random_pd(rng, d=2, scale=0.4), _random_pd(rng, d=2, scale=0.7)])
-    _, _, loglik = component_posteriors(lam, h, mu, cov)
+    loglik = component_evidence(lam, h, mu, cov)[0]
     exact = []
     for k in range(3):
         prior = multivariate_normal(mu[k], cov[k])
@@ -256,7 +260,7 @@ def test_birth_rule_is_the_isotropic_evidence_against_every_learned_component():
     _feed(pop, rng, [c1 + 0.2 * Q @ rng.normal(size=D) for _ in range(5)])
     for theta in (c1, 0.5 * c1, np.zeros(D), -c1, Q @ rng.normal(size=D) * 2):
         li, hi = _summary(rng, theta)
-        _, _, ll = component_posteriors(li[None], hi[None], pop.mu, pop.cov)
+        ll = component_evidence(li[None], hi[None], pop.mu, pop.cov)[0]
         expect = bool(ll[0, 0] >= ll[0, 1:].max())
         probe = Population(D, K)  # a copy of the state, so the probe does not change pop
         probe.mu, probe.cov, probe.counts = pop.mu.copy(), pop.cov.copy(), pop.counts.copy()

@@ -9,7 +9,7 @@ import pytest
 
 from prefduel.core.errors import SpecError
 from prefduel.policies import check_policy, load_policy
-from prefduel.policies.coduel.population import Population, component_posteriors
+from prefduel.policies.coduel.population import Population, component_evidence
 from prefduel.policies.coduel.population import unidentified_direction as _u
 
 D = 7
@@ -79,7 +79,7 @@ def test_split_move_splits_a_component_holding_two_separated_groups():
     assert pop.counts.sum() == pytest.approx(60.0)
     assert sorted(pop.counts[1:]) == pytest.approx([30.0, 30.0], abs=2.0)
     # users now sit in the child of their own group
-    _, _, loglik = component_posteriors(lam, h, pop.mu, pop.cov)
+    loglik = component_evidence(lam, h, pop.mu, pop.cov)[0]
     assign = (loglik + np.log(pop.weights())).argmax(axis=1)
     assert len(set(assign[:30])) == 1 and len(set(assign[30:])) == 1
     assert assign[0] != assign[-1]
@@ -142,7 +142,7 @@ def test_birth_margin_lets_a_near_session_found_a_component():
     for margin, expect in ((0.0, False), (1e6, True)):
         pop = _merged(lam, h, birth_margin=margin)
         li, hi = _summary(rng, 0.5 * a)
-        _, _, ll = component_posteriors(li[None], hi[None], pop.mu, pop.cov)
+        ll = component_evidence(li[None], hi[None], pop.mu, pop.cov)[0]
         assert ll[0, 0] < ll[0, 1]  # the learned component explains it better
         assert pop.add_session(li, hi, np.r_[lam, li[None]], np.r_[h, hi[None]], 1) is expect
 

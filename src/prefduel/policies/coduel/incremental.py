@@ -31,13 +31,7 @@ import math
 
 import numpy as np
 
-from prefduel.core import jit
-from prefduel.policies.coduel import kernels
-from prefduel.policies.coduel.population import (
-    Population,
-    _triangular_inverse,
-    component_evidence,
-)
+from prefduel.policies.coduel.population import Population, component_evidence
 
 #: Users per batch in a full pass (bounds the memory of the batched E-step).
 FULL_PASS_BATCH = 2048
@@ -79,20 +73,8 @@ def user_terms(
     d = h.shape[1]
     mu_all = np.concatenate([np.zeros((1, d)), mu])
     cov_all = np.concatenate([prior_var * np.eye(d)[None], cov])
-    if jit.ENABLED:
-        prec = np.linalg.inv(cov_all)
-        prior_info = np.einsum("cij,cj->ci", prec, mu_all)
-        const = np.einsum("ci,ci->c", mu_all, prior_info) + np.linalg.slogdet(cov_all)[1]
-        loglik, m, second = kernels.estep_terms(
-            np.ascontiguousarray(lam), np.ascontiguousarray(h), prec, prior_info, const
-        )
-        return loglik, m[:, 1:], second[:, 1:]
-    loglik, chol, v = component_evidence(lam, h, mu_all, cov_all)
-    chol_inv = _triangular_inverse(chol[:, 1:])  # L^-1, (n, C', d, d)
-    inv_t = np.swapaxes(chol_inv, -1, -2)
-    m = (inv_t @ v[:, 1:, :, None])[..., 0]  # posterior means L^-T v
-    second = m[..., :, None] * m[..., None, :] + inv_t @ chol_inv  # m m^T + L^-T L^-1
-    return loglik, m, second
+    loglik, m, second = component_evidence(lam, h, mu_all, cov_all)
+    return loglik, m[:, 1:], second[:, 1:]
 
 
 class IncrementalEM:
@@ -208,7 +190,7 @@ class IncrementalEM:
         self.s2_sum = self.s2[:n].sum(axis=0)
 
     def m_step(self) -> None:
-        """Components from the sums (the update of `Population._moments`), and ``counts``."""
+        """Components from the sums (`Population.component_moments`), and ``counts``."""
         pop = self.pop
         slots = np.asarray(self.slots)
         pop.counts = self.w_sum[slots].copy()
@@ -217,14 +199,9 @@ class IncrementalEM:
         ok = weight >= 1e-8  # components with no membership keep their parameters
         if not ok.any():
             return
-        w = weight[ok]
-        mean = self.s1_sum[learned[ok]] / w[:, None]
-        cov = self.s2_sum[learned[ok]] / w[:, None, None] - mean[:, :, None] * mean[:, None, :]
-        cov = 0.5 * (cov + np.swapaxes(cov, 1, 2)) + 1e-6 * np.eye(pop.d)
-        if pop.u.any():  # the unidentified direction keeps the isotropic prior (`_project`)
-            q = np.eye(pop.d) - np.outer(pop.u, pop.u)
-            mean = mean @ q
-            cov = q @ cov @ q + pop.prior_var * np.outer(pop.u, pop.u)
+        mean, cov = pop.component_moments(
+            weight[ok], self.s1_sum[learned[ok]], self.s2_sum[learned[ok]]
+        )
         index = 1 + np.flatnonzero(ok)
         pop.mu[index], pop.cov[index] = mean, cov
 

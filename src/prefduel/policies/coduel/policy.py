@@ -45,7 +45,7 @@ from prefduel.policies.coduel.belief import MixtureBelief, likelihood_summaries
 from prefduel.policies.coduel.checks import _choice, _positive, _switch
 from prefduel.policies.coduel.incremental import IncrementalEM, next_full_pass
 from prefduel.policies.coduel.pair_rule import lookahead_pair
-from prefduel.policies.coduel.population import Population, component_posteriors
+from prefduel.policies.coduel.population import Population, component_evidence
 from prefduel.policies.coduel.recal import apply_recalibration, fit_recalibration
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
@@ -452,7 +452,7 @@ class CODuel(Policy):
                 self._held.extend(theta)
             return np.stack(self._held[users.start : users.stop])
         lam, h, _ = self._summaries(users)
-        m, _, loglik = component_posteriors(lam, h, self.pop.mu, self.pop.cov)
+        loglik, m, _ = component_evidence(lam, h, self.pop.mu, self.pop.cov)
         logr = loglik + np.log(np.maximum(self.pop.weights(), 1e-300))
         r = np.exp(logr - logr.max(axis=1, keepdims=True))
         r /= r.sum(axis=1, keepdims=True)

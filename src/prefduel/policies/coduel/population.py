@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from prefduel.core import jit
+from prefduel.policies.coduel import kernels
+
 
 def unidentified_direction(d: int, k: int) -> np.ndarray:
     """Unit vector of the direction clicks cannot identify, ``(d,)`` (zeros if d != k + 1)."""
@@ -43,36 +46,6 @@ def mixture_weights(counts: np.ndarray, n_sessions: int, alpha: float) -> np.nda
         return np.ones(1) if learned.size == 0 else np.r_[1.0, np.zeros(learned.size)]
     iso = max(iso_floor, counts[0] / max(n_sessions, 1))
     return np.r_[iso, (1.0 - iso) * learned / learned.sum()]
-
-
-def component_posteriors(
-    lam: np.ndarray, h: np.ndarray, mu: np.ndarray, cov: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per user and component: posterior mean, covariance and log evidence (up to a constant
-    per user).
-
-    Args:
-        lam: ``(n, d, d)`` likelihood precisions.
-        h: ``(n, d)`` likelihood information vectors.
-        mu: ``(C, d)`` component means.
-        cov: ``(C, d, d)`` component covariances.
-
-    Returns:
-        ``(m, C_post, loglik)`` with shapes ``(n, C, d)``, ``(n, C, d, d)``, ``(n, C)``.
-    """
-    prec = np.linalg.inv(cov)  # (C, d, d)
-    prior_info = np.einsum("cij,cj->ci", prec, mu)  # (C, d)
-    post_prec = prec[None] + lam[:, None]  # (n, C, d, d)
-    b = prior_info[None] + h[:, None]  # (n, C, d)
-    chol = np.linalg.cholesky(post_prec)
-    post_cov = np.linalg.inv(post_prec)
-    m = np.einsum("ncij,ncj->nci", post_cov, b)
-    logdet_post = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-    logdet_prior = np.linalg.slogdet(cov)[1]
-    quad_prior = np.einsum("ci,ci->c", mu, prior_info)
-    loglik = 0.5 * np.einsum("nci,nci->nc", b, m) - 0.5 * quad_prior - 0.5 * logdet_prior
-    loglik = loglik - 0.5 * logdet_post
-    return m, post_cov, loglik
 
 
 def _forward_substitution(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -107,7 +80,13 @@ def _triangular_inverse(chol: np.ndarray) -> np.ndarray:
 def component_evidence(
     lam: np.ndarray, h: np.ndarray, mu: np.ndarray, cov: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The log evidence of `component_posteriors` without forming posterior covariances.
+    """Per user and component: the log evidence and the posterior's first two moments.
+
+    User n's clicks enter as the Gaussian likelihood ``exp(h_n . theta - theta^T lam_n theta /
+    2)``; under component c's prior ``N(mu_c, cov_c)`` the posterior has precision
+    ``cov_c^-1 + lam_n`` (factored by Cholesky, ``L L^T``) and the evidence is Gaussian. The
+    compiled kernel (`prefduel.policies.coduel.kernels.estep_terms`) computes it when
+    `prefduel.core.jit.ENABLED`, numpy otherwise.
 
     Args:
         lam: ``(n, d, d)`` likelihood precisions.
@@ -116,22 +95,44 @@ def component_evidence(
         cov: ``(C, d, d)`` component covariances.
 
     Returns:
-        ``(loglik (n, C), chol (n, C, d, d), v (n, C, d))``: the log evidence (equal to
-        `component_posteriors`' up to rounding), the Cholesky factors ``L`` of the
-        posterior precisions and ``v = L^-1 b``, from which posteriors are formed where they
-        are needed (covariance ``L^-T L^-1``, mean ``L^-T v``).
+        ``(loglik (n, C), mean (n, C, d), second (n, C, d, d))``: the log evidence (up to a
+        constant per user), the posterior means ``m`` and second moments ``m m^T + P`` (``P``
+        the posterior covariance, ``L^-T L^-1``).
+
+    Raises:
+        ValueError: the shapes do not fit.
     """
-    prec = np.linalg.inv(cov)
-    prior_info = np.einsum("cij,cj->ci", prec, mu)
-    post_prec = prec[None] + lam[:, None]
-    b = prior_info[None] + h[:, None]
+    n, d = h.shape
+    if lam.shape != (n, d, d) or mu.ndim != 2 or mu.shape[1] != d:
+        raise ValueError(f"lam {lam.shape}, h {h.shape} and mu {mu.shape} do not fit")
+    if cov.shape != (mu.shape[0], d, d):
+        raise ValueError(f"cov must have shape {(mu.shape[0], d, d)}, got {cov.shape}")
+    prec = np.linalg.inv(cov)  # (C, d, d)
+    prior_info = np.einsum("cij,cj->ci", prec, mu)  # (C, d)
+    const = np.einsum("ci,ci->c", mu, prior_info) + np.linalg.slogdet(cov)[1]
+    if jit.ENABLED:
+        lam, h = np.ascontiguousarray(lam), np.ascontiguousarray(h)
+        return kernels.estep_terms(lam, h, prec, prior_info, const)
+    return _evidence(lam, h, prec, prior_info, const)
+
+
+def _evidence(
+    lam: np.ndarray, h: np.ndarray, prec: np.ndarray, prior_info: np.ndarray, const: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`component_evidence` in numpy, from the components' precisions ``prec (C, d, d)``,
+    ``prior_info = prec_c mu_c (C, d)`` and ``const = mu_c . prec_c mu_c + log det cov_c
+    (C,)``."""
+    post_prec = prec[None] + lam[:, None]  # (n, C, d, d)
+    b = prior_info[None] + h[:, None]  # (n, C, d)
     chol = np.linalg.cholesky(post_prec)
     v = _forward_substitution(chol, b)  # b^T post_cov b = |v|^2
     logdet_post = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-    logdet_prior = np.linalg.slogdet(cov)[1]
-    quad_prior = np.einsum("ci,ci->c", mu, prior_info)
-    loglik = 0.5 * np.einsum("nci,nci->nc", v, v) - 0.5 * (quad_prior + logdet_prior)
-    return loglik - 0.5 * logdet_post, chol, v
+    loglik = 0.5 * np.einsum("nci,nci->nc", v, v) - 0.5 * const - 0.5 * logdet_post
+    chol_inv = _triangular_inverse(chol)  # L^-1
+    inv_t = np.swapaxes(chol_inv, -1, -2)
+    m = (inv_t @ v[..., None])[..., 0]  # posterior means L^-T v
+    second = m[..., :, None] * m[..., None, :] + inv_t @ chol_inv  # m m^T + L^-T L^-1
+    return loglik, m, second
 
 
 @dataclass
@@ -222,13 +223,14 @@ class Population:
         it) if the isotropic prior explains it within ``birth_margin`` nats of every learned
         component; its mean and covariance are the session's posterior under the isotropic
         prior. Returns True if a component was born."""
-        m, post_cov, loglik = component_posteriors(lam[None], h[None], self.mu, self.cov)
+        loglik, m, second = component_evidence(lam[None], h[None], self.mu, self.cov)
         best_learned = loglik[0, 1:].max(initial=-np.inf)
         if self.n_learned >= self.max_components or (
             loglik[0, 0] < best_learned - self.birth_margin
         ):
             return False
-        mu_new, cov_new = self._project(m[0, 0], post_cov[0, 0])
+        post_cov = second[0, 0] - np.outer(m[0, 0], m[0, 0])
+        mu_new, cov_new = self._project(m[0, 0], post_cov)
         self.mu = np.vstack([self.mu, mu_new[None]])
         self.cov = np.concatenate([self.cov, cov_new[None]])
         self.counts = np.r_[self.counts, 1.0]
@@ -243,8 +245,8 @@ class Population:
             if self.n_learned == 0:
                 self.counts = np.array([float(lam.shape[0])])
                 return
-            r, chol, v = self._responsibilities(lam, h)
-            self._m_step(r[:, 1:], chol[:, 1:], v[:, 1:])
+            r, m, second = self._responsibilities(lam, h)
+            self._m_step(r[:, 1:], m[:, 1:], second[:, 1:])
             self.counts = r.sum(axis=0)
             removed = self._deaths()
         if removed:  # the dead components' users are shared among the survivors
@@ -253,53 +255,66 @@ class Population:
     def _responsibilities(
         self, lam: np.ndarray, h: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """E-step: responsibilities ``(n, C)`` and the posteriors' factors (see
-        `component_evidence`)."""
-        loglik, chol, v = component_evidence(lam, h, self.mu, self.cov)
+        """E-step: responsibilities ``(n, C)`` and the posterior moments of
+        `component_evidence`."""
+        loglik, m, second = component_evidence(lam, h, self.mu, self.cov)
         logr = loglik + np.log(np.maximum(self.weights(), 1e-300))
         logr -= logr.max(axis=1, keepdims=True)
         r = np.exp(logr)
-        return r / r.sum(axis=1, keepdims=True), chol, v
+        return r / r.sum(axis=1, keepdims=True), m, second
 
-    def _m_step(self, resp: np.ndarray, chol: np.ndarray, v: np.ndarray) -> None:
+    def _m_step(self, resp: np.ndarray, m: np.ndarray, second: np.ndarray) -> None:
         """Refit the learned components from responsibilities ``resp (n, C')`` and the users'
-        posteriors under them (Cholesky factors ``chol (n, C', d, d)``, ``v (n, C', d)``).
-
-        Each component gets the responsibility-weighted mean of the users' posterior means and
-        the weighted scatter of those means plus the weighted posterior covariances (the
-        extreme-deconvolution update).
-        """
-        mean, cov, ok = self._moments(resp, chol, v)
+        posterior moments under them (``m (n, C', d)``, ``second (n, C', d, d)``)."""
+        mean, cov, ok = self._moments(resp, m, second)
         for c in np.flatnonzero(ok):
             self.mu[c + 1], self.cov[c + 1] = mean[c], cov[c]
 
     def _moments(
-        self, resp: np.ndarray, chol: np.ndarray, v: np.ndarray
+        self, resp: np.ndarray, m: np.ndarray, second: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The extreme-deconvolution moments of `_m_step`, projected (see `_project`).
+        """The M-step's components from responsibilities and posterior moments (see
+        `component_moments`).
 
         Returns:
             ``(mean (C', d), cov (C', d, d), ok (C',))``; entries where ``ok`` is False (no
-            membership) are not set.
+            membership) are zeros.
         """
-        d = self.d
-        chol_inv = _triangular_inverse(chol)  # L^-1, (n, C', d, d)
-        m = np.einsum("ncji,ncj->nci", chol_inv, v)  # posterior means L^-T v
         weight = resp.sum(axis=0)  # (C',)
         ok = weight >= 1e-8
-        mean = np.einsum("nc,nci->ci", resp, m) / np.where(ok, weight, 1.0)[:, None]
-        root_w = np.sqrt(resp)
-        dev = (root_w[..., None] * (m - mean)).transpose(1, 0, 2)  # (C', n, d)
-        # sum_n r_n post_cov_n = sum_n r_n L_n^-T L_n^-1 as one product per component
-        root = (
-            (root_w[..., None, None] * chol_inv).transpose(1, 0, 2, 3).reshape(resp.shape[1], -1, d)
-        )
-        scatter = dev.transpose(0, 2, 1) @ dev + root.transpose(0, 2, 1) @ root  # (C', d, d)
-        out_mean, out_cov = np.zeros_like(mean), np.zeros_like(scatter)
-        for c in np.flatnonzero(ok):
-            cov = scatter[c] / weight[c] + 1e-6 * np.eye(d)
-            out_mean[c], out_cov[c] = self._project(mean[c], 0.5 * (cov + cov.T))
-        return out_mean, out_cov, ok
+        s1 = np.einsum("nc,nci->ci", resp, m)
+        s2 = np.einsum("nc,ncij->cij", resp, second)
+        mean, cov = np.zeros_like(s1), np.zeros_like(s2)
+        if ok.any():
+            mean[ok], cov[ok] = self.component_moments(weight[ok], s1[ok], s2[ok])
+        return mean, cov, ok
+
+    def component_moments(
+        self, weight: np.ndarray, s1: np.ndarray, s2: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The extreme-deconvolution M-step from the E-step's sums over users.
+
+        Each component gets the responsibility-weighted mean of the users' posterior means and
+        the weighted mean of their second moments less its outer square (the weighted scatter
+        of the means plus the weighted posterior covariances), a 1e-6 ridge, and the isotropic
+        prior in the unidentified direction (`_project`).
+
+        Args:
+            weight: ``(C',)`` summed responsibilities ``W_c`` (all > 0).
+            s1: ``(C', d)`` ``sum_n r_nc m_nc``.
+            s2: ``(C', d, d)`` ``sum_n r_nc (m_nc m_nc^T + P_nc)``.
+
+        Returns:
+            ``(mean (C', d), cov (C', d, d))``.
+        """
+        mean = s1 / weight[:, None]
+        cov = s2 / weight[:, None, None] - mean[:, :, None] * mean[:, None, :]
+        cov = 0.5 * (cov + np.swapaxes(cov, 1, 2)) + 1e-6 * np.eye(self.d)
+        if self.u.any():  # the unidentified direction keeps the isotropic prior (`_project`)
+            q = np.eye(self.d) - np.outer(self.u, self.u)
+            mean = mean @ q
+            cov = q @ cov @ q + self.prior_var * np.outer(self.u, self.u)
+        return mean, cov
 
     def split_penalty(self, n_users: int) -> float:
         """BIC price of one more component over ``n_users`` summaries: half its free
@@ -336,7 +351,7 @@ class Population:
         """
         if self.n_learned == 0 or self.n_learned >= self.max_components:
             return False
-        loglik, chol, v = component_evidence(lam, h, self.mu, self.cov)
+        loglik, m, second = component_evidence(lam, h, self.mu, self.cov)
         logr = loglik + np.log(np.maximum(self.weights(), 1e-300))
         resp = np.exp(logr - logr.max(axis=1, keepdims=True))
         resp /= resp.sum(axis=1, keepdims=True)
@@ -344,7 +359,7 @@ class Population:
         base = self._total_loglik(loglik, counts)
         best_gain, best = self.split_penalty(lam.shape[0]), None
         for c in range(1, self.mu.shape[0]):
-            children = self._split_children(lam, h, resp[:, c], chol[:, c], v[:, c], iters)
+            children = self._split_children(lam, h, resp[:, c], m[:, c], second[:, c], iters)
             if children is None:
                 continue
             keep = [i for i in range(self.mu.shape[0]) if i != c]
@@ -373,8 +388,8 @@ class Population:
         lam: np.ndarray,
         h: np.ndarray,
         resp: np.ndarray,
-        chol: np.ndarray,
-        v: np.ndarray,
+        m: np.ndarray,
+        second: np.ndarray,
         iters: int,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Two children of one component: ``(mu (2, d), cov (2, d, d), counts (2,))``, or None
@@ -383,26 +398,25 @@ class Population:
         Args:
             lam, h: Summaries of all users.
             resp: ``(n,)`` the parent's responsibilities.
-            chol, v: ``(n, d, d)``, ``(n, d)`` the users' posterior factors under the parent
-                (see `component_evidence`).
+            m, second: ``(n, d)``, ``(n, d, d)`` the users' posterior moments under the
+                parent (see `component_evidence`).
             iters: EM iterations.
         """
         members = resp > 1e-6  # users with no share in the parent cannot move the children
         r = resp[members]
         if r.sum() < 2.0 * self.death:
             return None
-        lam, h, chol, v = lam[members], h[members], chol[members], v[members]
-        m = np.einsum("nji,nj->ni", _triangular_inverse(chol), v)  # posterior means
+        lam, h, m, second = lam[members], h[members], m[members], second[members]
         dev = m - r @ m / r.sum()
         axis = np.linalg.eigh((r[:, None] * dev).T @ dev)[1][:, -1]
         side = dev @ axis > 0
         child_resp = r[:, None] * np.stack([side, ~side], axis=1)
-        chol2, v2 = np.repeat(chol[:, None], 2, axis=1), np.repeat(v[:, None], 2, axis=1)
+        m2, second2 = np.repeat(m[:, None], 2, axis=1), np.repeat(second[:, None], 2, axis=1)
         for _ in range(iters):
             if child_resp.sum(axis=0).min() < self.death:
                 return None
-            mu2, cov2, _ = self._moments(child_resp, chol2, v2)
-            loglik2, chol2, v2 = component_evidence(lam, h, mu2, cov2)
+            mu2, cov2, _ = self._moments(child_resp, m2, second2)
+            loglik2, m2, second2 = component_evidence(lam, h, mu2, cov2)
             a = loglik2 + np.log(child_resp.sum(axis=0))
             share = np.exp(a - a.max(axis=1, keepdims=True))
             child_resp = r[:, None] * share / share.sum(axis=1, keepdims=True)
