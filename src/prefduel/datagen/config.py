@@ -417,7 +417,15 @@ def config_from_mapping(
         llm=_llm(data, where),
     )
     _check_rounds(config, where)
-    check_sizes(config, where)
+    check_sizes(
+        parts,
+        config.templates.to_json(),
+        questions=config.n_questions,
+        samples=config.samples,
+        arrivals=config.layout.arrivals,
+        rounds=config.rounds,
+        where=where,
+    )
     return config
 
 

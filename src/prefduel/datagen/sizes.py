@@ -11,29 +11,12 @@ description and two answers) and the size of every number of a collection.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Iterator, Mapping
+from typing import Any
 
+from prefduel.datagen.collections import Collections, Where
 from prefduel.worlds.roster_file import MAX_KNOB
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS
-
-
-class DatagenConfig(Protocol):
-    """What the checks read of a `prefduel.datagen.config.DatagenConfig` (which imports this
-    module, so it is described here rather than imported)."""
-
-    K: int
-    n_questions: int
-    samples: int
-    students: Any
-    templates: Any
-
-
-class Where(Protocol):
-    """Where a config came from (`prefduel.datagen.collections.Where`): builds its errors."""
-
-    def error(self, path: str, message: str) -> Exception:
-        """The error naming the file and the field at ``path``."""
 
 #: Most judge calls one config may ask for (a run of ``examples/small.yaml`` makes 11,520).
 MAX_JUDGE_CALLS = 10_000_000
@@ -47,11 +30,11 @@ MAX_TEXT = 20_000
 COLLECTIONS = ("style", "personas", "kinds", "cues", "topics", "quirks", "students")
 
 
-def judge_calls(config: DatagenConfig) -> int:
+def judge_calls(students: int, questions: int, personas: int, samples: int) -> int:
     """Judge calls of a run without malformed answers (mode ``samples``; the most that mode
     ``logprobs`` makes when no reply has logprobs)."""
-    pairs = config.K * (config.K - 1) // 2
-    return len(config.students) * config.n_questions * pairs * len(JUDGE_CONFIGS) * config.samples
+    pairs = personas * (personas - 1) // 2
+    return students * questions * pairs * len(JUDGE_CONFIGS) * samples
 
 
 def world_bytes(arrivals: int, rounds: int, personas: int) -> int:
@@ -86,7 +69,7 @@ def _numbers(value: Any, path: str) -> Iterator[tuple[str, float]]:
             yield from _numbers(item, f"{path}[{i}]")
 
 
-def check_numbers(config: DatagenConfig, where: Where) -> None:
+def check_numbers(collections: Collections, where: Where) -> None:
     """Refuse a number of a collection (a student's ``cue_following``, ...) larger than
     `MAX_KNOB` in size: the scripted judge exponentiates them.
 
@@ -94,51 +77,70 @@ def check_numbers(config: DatagenConfig, where: Where) -> None:
         DatagenConfigError: Naming the file and the entry's field.
     """
     for name in COLLECTIONS:
-        for path, number in _numbers(getattr(config, name), name):
+        for path, number in _numbers(getattr(collections, name), name):
             if not abs(number) <= MAX_KNOB:
                 raise where.error(path, f"{number!r}; expected at most {MAX_KNOB:g} in size")
 
 
-def check_texts(config: DatagenConfig, where: Where) -> None:
-    """Refuse a text of a prompt longer than `MAX_TEXT` characters.
+def check_texts(collections: Collections, templates: Mapping[str, str], where: Where) -> None:
+    """Refuse a text of a prompt (a template by name, or a text of a collection's entry)
+    longer than `MAX_TEXT` characters.
 
     Raises:
         DatagenConfigError: Naming the file and the entry's field.
     """
-    texts = [(f"prompts.{name}", text) for name, text in config.templates.to_json().items()]
+    texts = [(f"prompts.{name}", text) for name, text in templates.items()]
     for name in COLLECTIONS:
-        texts += _texts(getattr(config, name), name)
+        texts += _texts(getattr(collections, name), name)
     for path, text in texts:
         if len(text) > MAX_TEXT:
             message = f"{len(text):,} characters; at most {MAX_TEXT:,} (a text of a prompt)"
             raise where.error(path, message)
 
 
-def check_sizes(config: DatagenConfig, where: Where) -> None:
+def check_sizes(
+    collections: Collections,
+    templates: Mapping[str, str],
+    *,
+    questions: int,
+    samples: int,
+    arrivals: int,
+    rounds: int,
+    where: Where,
+) -> None:
     """Refuse a config whose run or world would not fit (`MAX_JUDGE_CALLS`, `MAX_WORLD_BYTES`),
     with a text too long for a prompt (`check_texts`) or a number too large (`check_numbers`).
+
+    Args:
+        collections: The config's collections (its students and personas are counted).
+        templates: The prompt templates by name.
+        questions: Questions in the bank.
+        samples: Judge samples per configuration.
+        arrivals: Arrivals of the world.
+        rounds: Rounds per arrival.
+        where: Where the config came from.
 
     Raises:
         DatagenConfigError: Naming the file, what is too large and its factors.
     """
-    check_texts(config, where)
-    check_numbers(config, where)
-    calls = judge_calls(config)
+    check_texts(collections, templates, where)
+    check_numbers(collections, where)
+    students, k = len(collections.students), len(collections.personas)
+    calls = judge_calls(students, questions, k, samples)
     if calls > MAX_JUDGE_CALLS:
         raise where.error(
             "judge calls",
-            f"{len(config.students)} students x {config.n_questions} questions x "
-            f"{config.K * (config.K - 1) // 2} persona pairs x {len(JUDGE_CONFIGS)} orders and "
-            f"labels x {config.samples} samples make {calls:,} calls; at most "
-            f"{MAX_JUDGE_CALLS:,}: take fewer students, topics, cues per question or samples",
+            f"{students} students x {questions} questions x {k * (k - 1) // 2} persona pairs "
+            f"x {len(JUDGE_CONFIGS)} orders and labels x {samples} samples make {calls:,} "
+            f"calls; at most {MAX_JUDGE_CALLS:,}: take fewer students, topics, cues per question "
+            "or samples",
         )
-    n, s, k = config.layout.arrivals, config.rounds, config.K
-    size = world_bytes(n, s, k)
+    size = world_bytes(arrivals, rounds, k)
     if size > MAX_WORLD_BYTES:
         raise where.error(
             "world",
-            f"{n:,} arrivals x {s} rounds x {k} personas take {size / 1e9:.1f} GB in memory; "
-            f"at most {MAX_WORLD_BYTES / 1e9:g} GB: lower world.arrivals or world.rounds",
+            f"{arrivals:,} arrivals x {rounds} rounds x {k} personas take {size / 1e9:.1f} GB in "
+            f"memory; at most {MAX_WORLD_BYTES / 1e9:g} GB: lower world.arrivals or world.rounds",
         )
 
 
