@@ -10,18 +10,16 @@ import numpy as np
 import pytest
 
 from pb_toys import make_world
-from prefduel.core.btl import pairs_of
+from prefduel.core.btl import pairs_of, top_two
 from prefduel.core.regret import pair_regret
 from prefduel.runner.headroom import (
     BETA,
     NO_OTHER_USERS,
-    clicks,
     lookahead_values,
     normalized,
     pair_likelihoods,
     play_oracle_prior,
     prior_log_weights,
-    top_two,
 )
 from prefduel.runner.references import linear_oracle_theta, reference_rows, undefined_references
 
@@ -165,15 +163,25 @@ def test_the_particle_posterior_is_bayes_rule_on_the_worlds_clicks():
     np.testing.assert_allclose(normalized(run.log_weights), posterior, rtol=1e-9, atol=1e-15)
 
 
-def test_vectorised_clicks_are_the_worlds_click_rule():
+def test_the_click_rule_one_at_a_time_and_for_all_arrivals_at_once():
+    """`World.clicks` (the rows' clicks) and `World.click` (the policies') are the rule as
+    written: the lower index wins when u < P[lo, hi], flipped when it was shown second."""
     world = make_world(5)
     rng = np.random.default_rng(0)
     for s in range(world.S):
         first = rng.integers(0, world.K, world.N)
         second = (first + rng.integers(1, world.K, world.N)) % world.K
-        got = clicks(world, s, first, second, np.arange(world.N))
-        want = [world.click(n, s, first[n], second[n]) for n in range(world.N)]
-        assert got.tolist() == [bool(y) for y in want]
+        want = []
+        for n in range(world.N):
+            lo, hi = sorted((int(first[n]), int(second[n])))
+            lo_won = world.u[n, s] < world.P[n, s, lo, hi]
+            want.append(lo_won if first[n] == lo else not lo_won)
+        got = world.clicks(np.arange(world.N), s, first, second)
+        assert got.dtype == bool and got.tolist() == want
+        one = [world.click(n, s, int(first[n]), int(second[n])) for n in range(world.N)]
+        assert one == [int(y) for y in want] and {type(y) for y in one} == {int}
+        swapped = world.clicks(np.arange(world.N), s, second, first)
+        np.testing.assert_array_equal(swapped, ~got)  # (j, i) gets the same click as (i, j)
 
 
 def _util(phi: np.ndarray, theta: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ hindsight per-user weights ``theta_m`` of `ref:oracle-user` (least squares of ``
 features) of every other user of the same world, each with equal weight (leave-one-out: an
 arrival never sees its own ``theta``, nor that of another session of the same student). The
 particles are updated by Bayes' rule from the arrival's clicks, drawn by the world's click rule
-(`prefduel.worlds.world.World.click`, the same common random numbers as the policies) under the
+(`prefduel.worlds.world.World.clicks`, the same common random numbers as the policies) under the
 click likelihood the policies assume, ``P(first wins) = sigmoid(beta theta . (phi_i - phi_j))``
 with ``beta`` the policies' logits per unit of utility (`prefduel.policies.base.policy_context`).
 For a prior that is a finite set of particles the weighted particles are the exact posterior.
@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import log_expit
 
-from prefduel.core.btl import pairs_of
+from prefduel.core.btl import pairs_of, sigmoid, top_two
 from prefduel.policies.base import policy_context
 from prefduel.worlds.world import World
 
@@ -87,24 +87,9 @@ def normalized(log_weights: np.ndarray) -> np.ndarray:
     return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
 
 
-def clicks(
-    world: World, rnd: int, first: np.ndarray, second: np.ndarray, arrivals: np.ndarray
-) -> np.ndarray:
-    """`World.click` for ``arrivals`` at round ``rnd`` at once: True where ``first`` won."""
-    lo, hi = np.minimum(first, second), np.maximum(first, second)
-    lo_won = world.u[arrivals, rnd] < world.P[arrivals, rnd, lo, hi]
-    return np.where(first < second, lo_won, ~lo_won)
-
-
 def log_click_likelihood(logit: np.ndarray, first_won: np.ndarray) -> np.ndarray:
     """``log sigmoid(logit)`` where the first won, ``log sigmoid(-logit)`` where it lost."""
     return log_expit(np.where(first_won, logit, -logit))
-
-
-def top_two(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Best and second-best index along the last axis (ties to the lower index)."""
-    order = np.argsort(-scores, axis=-1, kind="stable")
-    return order[..., 0], order[..., 1]
 
 
 def pair_likelihoods(phi: np.ndarray, theta: np.ndarray, beta: float = BETA) -> np.ndarray:
@@ -112,7 +97,7 @@ def pair_likelihoods(phi: np.ndarray, theta: np.ndarray, beta: float = BETA) -> 
     wins, under each particle ``theta (M, d)``, from features ``phi (..., K, d)``."""
     pairs = pairs_of(phi.shape[-2])
     logit = (beta * (phi[..., pairs[:, 0], :] - phi[..., pairs[:, 1], :])) @ theta.T
-    return expit(logit, out=logit)
+    return sigmoid(logit)
 
 
 def lookahead_values(
@@ -194,7 +179,7 @@ def play_oracle_prior(
     Arrivals are independent given the particles, so they are replayed ``chunk`` at a time.
 
     Args:
-        world: The world (its clicks come from `clicks`, i.e. `World.click`).
+        world: The world (its clicks come from `World.clicks`, the click rule).
         theta: ``(N, d)`` hindsight weights of the world's arrivals (the particles).
         horizon: 1 for greedy pairs, more for the exact lookahead of `lookahead_values`.
         beta: Logits per unit of utility of the click likelihood.
@@ -242,7 +227,7 @@ def _play_arrivals(
             values = lookahead_values(util[:, s:end], lo_wins[:, s : end - 1], weights, workspace)
             best = np.argmax(values, axis=1)
             i, j = pairs[best, 0], pairs[best, 1]
-        won = clicks(world, s, i, j, arrivals)
+        won = world.clicks(arrivals, s, i, j)
         run.first[arrivals, s], run.second[arrivals, s], run.first_won[arrivals, s] = i, j, won
         logit = beta * (util[rows, s, :, i] - util[rows, s, :, j])  # (n, M)
         log_w = log_w + log_click_likelihood(logit, won[:, None])

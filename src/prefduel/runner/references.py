@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from prefduel.core.btl import pairs_of
+from prefduel.core.btl import pairs_of, top_two
 from prefduel.core.regret import floor_regret, random_regret
 from prefduel.runner.cell import summarize
 from prefduel.runner.headroom import HORIZON, NO_OTHER_USERS, lonely_arrivals, play_oracle_prior
@@ -55,12 +55,6 @@ REFERENCES = (
     "ref:oracle-prior",
     "ref:oracle-prior-lookahead",
 )
-
-
-def _top2(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of the best and second-best entries along the last axis."""
-    order = np.argsort(-scores, axis=-1, kind="stable")
-    return order[..., 0], order[..., 1]
 
 
 def pair_totals(utilities: np.ndarray) -> np.ndarray:
@@ -109,9 +103,9 @@ def reference_pairs(world: World) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             np.repeat(per_user[:, :1], s, axis=1),
             np.repeat(per_user[:, 1:], s, axis=1),
         ),
-        "ref:oracle-user": _top2(np.einsum("nskd,nd->nsk", world.Phi, theta_user)),
-        "ref:oracle-pooled": _top2(world.Phi @ theta_pool),
-        "ref:rater-top2": _top2(world.Phi[..., -1]),
+        "ref:oracle-user": top_two(np.einsum("nskd,nd->nsk", world.Phi, theta_user)),
+        "ref:oracle-pooled": top_two(world.Phi @ theta_pool),
+        "ref:rater-top2": top_two(world.Phi[..., -1]),
         "ref:oracle-prior": (greedy.first, greedy.second),
         "ref:oracle-prior-lookahead": (lookahead.first, lookahead.second),
     }
