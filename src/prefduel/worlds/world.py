@@ -238,9 +238,14 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
         if not p.is_file():
             hint = _roster_hint(given)
             raise WorldFormatError(f"stored world {path}: missing file {p.name}{hint}")
+    if meta_path.stat().st_size > MAX_META_BYTES:
+        raise WorldFormatError(
+            f"stored world {path}: world.json is larger than {MAX_META_BYTES >> 20} MiB; "
+            "is it a world file?"
+        )
     try:
         meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise WorldFormatError(
             f"stored world {path}: world.json is not valid JSON ({exc})"
         ) from exc
@@ -251,12 +256,15 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
             f"stored world {path}: format_version {meta.get('format_version')!r} is not supported "
             f"(this prefduel reads version {FORMAT_VERSION})"
         )
+    _check_recorded_size(meta, arr_path, path)
     try:
         with np.load(arr_path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in ARRAY_NAMES}
     except KeyError as exc:
         raise WorldFormatError(f"stored world {path}: arrays.npz lacks array {exc}") from exc
-    except (OSError, ValueError, RuntimeError, zipfile.BadZipFile, EOFError) as exc:
+    except (
+        OSError, ValueError, RuntimeError, NotImplementedError, zipfile.BadZipFile, EOFError
+    ) as exc:
         raise WorldFormatError(f"stored world {path}: arrays.npz is unreadable ({exc})") from exc
     digests = meta.get("sha256", {})
     for name, arr in arrays.items():
@@ -274,6 +282,43 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
         )
     world.validate(where=f"stored world {path}")
     return world if seed is None else replicate(world, seed)
+
+
+#: Largest world.json read (students' and questions' texts of a world at `MAX_ARRIVALS`).
+MAX_META_BYTES = 256 * 2**20
+#: Largest dimensions a stored world may record: rounds, personas, features.
+MAX_DIMS = {"S": 1000, "K": 100, "d": 1000}
+
+
+def _check_recorded_size(meta: dict[str, Any], arrays: Path, path: Path) -> None:
+    """Refuse a world whose recorded shape is out of bounds, or whose arrays unpack to more
+    bytes than that shape needs, before anything is unpacked (a compressed archive can
+    unpack to far more than its size on disk)."""
+    shape = meta.get("shape")
+    dims = {"N": MAX_ARRIVALS, **MAX_DIMS}
+    if not isinstance(shape, dict) or not all(
+        isinstance(shape.get(k), int) and not isinstance(shape.get(k), bool)
+        and 1 <= shape[k] <= top
+        for k, top in dims.items()
+    ):
+        limits = ", ".join(f"{k} <= {top:,}" for k, top in dims.items())
+        raise WorldFormatError(
+            f"stored world {path}: world.json's shape {shape!r} is not N, S, K, d within "
+            f"bounds ({limits})"
+        )
+    n, s, k, d = (shape[key] for key in ("N", "S", "K", "d"))
+    cells = n * s
+    need = 8 * (cells * (k * d + k + k * k + 2) + n) + 64 * 2**10 * len(ARRAY_NAMES)
+    try:
+        with zipfile.ZipFile(arrays) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except (OSError, ValueError, NotImplementedError, zipfile.BadZipFile) as exc:
+        raise WorldFormatError(f"stored world {path}: arrays.npz is unreadable ({exc})") from exc
+    if unpacked > need:
+        raise WorldFormatError(
+            f"stored world {path}: arrays.npz unpacks to {unpacked:,} bytes, more than the "
+            f"{need:,} its recorded shape needs (corrupt or not a world)"
+        )
 
 
 def _roster_hint(name: str) -> str:
