@@ -183,3 +183,27 @@ def test_a_refusal_is_recognised_only_for_structured_requests():
     asked = structure(plain, PICK, "auto")
     assert rejected(LLMResponse(asked, None, ok=False, status=422, retryable=False))
     assert not rejected(LLMResponse(asked, None, ok=False, status=401, retryable=False))
+
+
+def test_what_ask_learns_of_refused_formats_lives_with_its_client(tmp_path):
+    """A conversation stage probes the ladder once per client; a new client (a new run on the
+    same endpoint, perhaps restarted with other settings) probes again."""
+    from prefduel.llm.stages import ask
+
+    stage = Stage("judge", _judge_request, _pick, answer=PICK, structured="auto")
+
+    def one_run(cache: str, items: list[int]) -> list[str | None]:
+        backend = OpenAIBackend(server.base_url, api_key_env=KEY_ENV, timeout=5.0)
+        with LLMClient(backend, cache=tmp_path / cache, sleep=RecordingSleep()) as client:
+
+            async def go():
+                return [await ask(stage, i, client) for i in items]
+
+            asyncio.run(go())
+        return [r.body.get(RESPONSE_FORMAT, {}).get("type") for r in server.requests]
+
+    with OpenAITestServer(answer=lambda body: "B", structured="reject") as server:
+        first = one_run("a.sqlite", [0, 1])
+        assert first == ["json_schema", "json_object", None, None]
+        second = one_run("b.sqlite", [2])[len(first):]
+    assert second == ["json_schema", "json_object", None]  # probed afresh, not remembered

@@ -27,6 +27,7 @@ from prefduel.llm.cache import ResponseCache
 from prefduel.llm.estimate import estimate_cost
 from prefduel.llm.prices import PriceTable
 from prefduel.llm.request import Completer, LLMRequest, LLMResponse
+from prefduel.llm.structured import rejected
 
 
 @dataclass
@@ -321,6 +322,8 @@ class ClientSender:
             report.prompt_tokens += response.usage.prompt_tokens
             report.completion_tokens += response.usage.completion_tokens
             report.cost += response.cost
+        elif rejected(response):  # refused for its format: asked again one rung down
+            report.structure_rejected += 1
         else:
             report.failed += 1
         if self.bar is not None:

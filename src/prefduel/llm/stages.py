@@ -327,9 +327,7 @@ class StageEngine:
             responses = await self.sender.send(report, requests)
             refused = []
             for i, request, response in zip(asking, requests, responses, strict=True):
-                if response is not None and rejected(response):
-                    report.failed -= 1  # counted by the sender, but answered one rung down
-                    report.structure_rejected += 1
+                if response is not None and rejected(response):  # counted by the sender
                     refused.append(i)
                     rungs.refused(i, asked[i])
                 else:
@@ -429,9 +427,9 @@ async def ask(stage: Stage[Item], item: Item, client: Completer) -> Outcome:
     """Run one item of ``stage`` through ``client`` (malformed replies asked again).
 
     For flows whose next request needs this reply (a conversation); a batch of independent
-    items goes through `StageEngine.run`. A structured stage learns once per endpoint which
-    formats it refuses: the first call probes while the others wait, later calls start at
-    the rung it reached.
+    items goes through `StageEngine.run`. A structured stage learns once per client which
+    formats its endpoint refuses: the first call probes while the others wait, later calls
+    start at the rung it reached.
     """
     learned = _learned(client, stage.name)
     if learned.settled or stage.answer is None or stage.structured == "off":
@@ -465,15 +463,13 @@ class _Learned:
     )
 
 
-_BY_ENDPOINT: dict[tuple[str, str], _Learned] = {}
+#: What each client learned, per stage; it lives as long as the client (one run), so an
+#: endpoint restarted with other settings between two runs of one process is probed afresh.
 _BY_CLIENT: weakref.WeakKeyDictionary[Any, dict[str, _Learned]] = weakref.WeakKeyDictionary()
 
 
 def _learned(client: Completer, stage: str) -> _Learned:
-    """What was learned for ``stage`` on ``client``'s endpoint (per client without one)."""
-    endpoint = getattr(client, "endpoint", None)
-    if isinstance(endpoint, str) and endpoint:
-        return _BY_ENDPOINT.setdefault((endpoint, stage), _Learned())
+    """What was learned for ``stage`` on ``client``."""
     return _BY_CLIENT.setdefault(client, {}).setdefault(stage, _Learned())
 
 
