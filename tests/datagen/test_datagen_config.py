@@ -9,7 +9,7 @@ import yaml
 from pb_datagen_helpers import SMALL, tiny_mapping
 
 from prefduel.cli.main import main
-from prefduel.datagen import DatagenConfigError, load_config, question_bank
+from prefduel.datagen import DatagenConfigError, load_config, split_config
 
 
 def test_example_config_loads():
@@ -20,7 +20,7 @@ def test_example_config_loads():
     assert [s.id for s in config.students] == ["nursing_student", "math_major"]
     assert config.llm.backend == "scripted" and config.llm.budget == 2.0
     assert config.models["judge"].request_params() == {"temperature": 1.0, "max_tokens": 4}
-    bank = question_bank(config)
+    bank = split_config(config).questions.bank()
     assert len({q.id for q in bank}) == 24
     assert {q.kind for q in bank} == {"definition", "computation", "why"}
     assert all(q.example for q in bank)  # TutorSim's topics carry example questions
@@ -143,7 +143,7 @@ def test_files_inline_entries_and_template_students(tmp_path):
     assert [s.id for s in config.students] == ["cy", "ana"]
     assert config.students[0].cue_following == 2.0
     assert config.K == 3 and config.n_questions == 2 * 3 * 2
-    bank = question_bank(config)
+    bank = split_config(config).questions.bank()
     assert {q.cue for q in bank} == {"exam_quote", "two_minutes"}
     assert all(q.example is None and q.subject == "" for q in bank)
 

@@ -12,7 +12,14 @@ import pytest
 from pb_datagen_helpers import FAKE_KEY, KEY_ENV, tiny_config
 
 from prefduel.cli.main import main
-from prefduel.datagen import STAGES, DatagenResult, ScriptedWorld, StageReport, generate
+from prefduel.datagen import (
+    STAGES,
+    DatagenResult,
+    ScriptedWorld,
+    StageReport,
+    generate,
+    split_config,
+)
 from prefduel.datagen.results import format_rate
 from prefduel.llm import LLMClient, ScriptedBackend
 from prefduel.llm.testserver import Fault, OpenAITestServer, per_request_faults
@@ -176,5 +183,5 @@ def test_calls_per_second_are_not_rounded_to_zero(calls, seconds, shown):
 def test_the_summary_table_shows_a_slow_stage_rate(tmp_path):
     config = tiny_config(tmp_path)
     stages = [StageReport(s, calls=12, sent=12, seconds=100.0) for s in STAGES]
-    text = DatagenResult(config, True, None, None, stages).summary()
+    text = DatagenResult(split_config(config).run, True, None, None, stages).summary()
     assert " 0.12" in text.splitlines()[2]

@@ -12,14 +12,13 @@ import numpy as np
 from pb_datagen_helpers import tiny_config
 
 from prefduel.datagen import (
-    RequestBuilder,
     ScriptedWorld,
     generate,
     parse_pick,
     parse_question,
     parse_scores,
-    question_bank,
     scripted_model_name,
+    split_config,
 )
 from prefduel.llm.testserver import completion_payload
 
@@ -44,21 +43,21 @@ def test_judge_follows_the_students_latent_preferences(tmp_path):
 def test_every_role_answers_purely_and_parseably(tmp_path):
     config = tiny_config(tmp_path)
     a, b = ScriptedWorld(config), ScriptedWorld(config)
-    builder = RequestBuilder(config, scripted=True)
-    spec = question_bank(config)[4]
-    q_request = builder.question(spec)
+    stages = split_config(config, scripted=True)
+    spec = stages.questions.bank()[4]
+    q_request = stages.questions.request(spec)
     question = parse_question(a.question(q_request), spec.cue_text)
     assert question == f"{spec.example} {spec.cue_text}"  # TutorSim's question text
     assert a.spec_of(question) == spec
-    answers = [a.answer(builder.answer(question, p)) for p in config.personas]
+    answers = [a.answer(stages.answers.request(question, p)) for p in config.personas]
     assert [x.split("]")[0] for x in answers] == [f"[{p.id}" for p in config.personas]
     scores = parse_scores(
-        a.rater(builder.rater(question)), [p.id for p in config.personas], config.rater_scale
+        a.rater(stages.rater.request(question)), [p.id for p in config.personas], config.rater_scale
     )
     assert scores is not None and len(set(scores.values())) > 1
     v = a.utilities(0, question)
     first, second = sorted(np.argsort(v)[2:4])  # two mid-ranked personas: not a sure pick
-    judge = builder.judge(
+    judge = stages.judge.request(
         config.students[0], question, answers[first], answers[second], "B", sample=2
     )
     assert parse_pick(a.judge(judge)) in ("A", "B")
@@ -71,10 +70,10 @@ def test_every_role_answers_purely_and_parseably(tmp_path):
 def test_answers_are_identical_in_another_process(tmp_path):
     config = tiny_config(tmp_path)
     world = ScriptedWorld(config)
-    builder = RequestBuilder(config, scripted=True)
-    spec = question_bank(config)[0]
-    question = parse_question(world.question(builder.question(spec)), spec.cue_text)
-    request = builder.rater(question, sample=1)
+    stages = split_config(config, scripted=True)
+    spec = stages.questions.bank()[0]
+    question = parse_question(world.question(stages.questions.request(spec)), spec.cue_text)
+    request = stages.rater.request(question, sample=1)
     code = (
         "import sys, json; sys.path.insert(0, sys.argv[1])\n"
         "from pathlib import Path\n"
@@ -105,17 +104,17 @@ def test_model_name_fingerprints_the_hidden_truth(tmp_path):
     assert scripted_model_name(edited) != name
     slower = dataclasses.replace(config, scripted=dataclasses.replace(config.scripted, latency=0.5))
     assert scripted_model_name(slower) == name
-    assert RequestBuilder(config, scripted=True).models == dict.fromkeys(
+    assert split_config(config, scripted=True).models() == dict.fromkeys(
         ("question", "answer", "rater", "judge"), name
     )
-    assert RequestBuilder(config).models["judge"] == "gpt-4o-mini"
+    assert split_config(config).models()["judge"] == "gpt-4o-mini"
 
 
 def test_http_answers_detect_the_role(tmp_path):
     config = tiny_config(tmp_path)
     world = ScriptedWorld(config)
-    builder = RequestBuilder(config)
-    spec = question_bank(config)[1]
+    stages = split_config(config)
+    spec = stages.questions.bank()[1]
 
     def body(request):
         return {
@@ -123,17 +122,19 @@ def test_http_answers_detect_the_role(tmp_path):
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }
 
-    question = parse_question(world.http_answer(body(builder.question(spec))), spec.cue_text)
-    assert question == world.question(builder.question(spec))
-    answer = world.http_answer(body(builder.answer(question, config.personas[2])))
+    question = parse_question(
+        world.http_answer(body(stages.questions.request(spec))), spec.cue_text
+    )
+    assert question == world.question(stages.questions.request(spec))
+    answer = world.http_answer(body(stages.answers.request(question, config.personas[2])))
     assert answer.startswith(f"[{config.personas[2].id}]")
-    rating = json.loads(world.http_answer(body(builder.rater(question))))
+    rating = json.loads(world.http_answer(body(stages.rater.request(question))))
     assert set(rating) == {p.id for p in config.personas}
     pick = world.http_answer(
-        body(builder.judge(config.students[1], question, answer, answer, "A", 0))
+        body(stages.judge.request(config.students[1], question, answer, answer, "A", 0))
     )
     assert pick in ("A", "B")
-    assert completion_payload(body(builder.rater(question)), pick)["choices"][0]["message"]
+    assert completion_payload(body(stages.rater.request(question)), pick)["choices"][0]["message"]
 
 
 def test_the_largest_allowed_knobs_make_a_world(tmp_path):

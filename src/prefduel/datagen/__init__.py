@@ -18,9 +18,13 @@ Modules:
 
 * `config`: `DatagenConfig`, `load_config` (errors name the file and the field);
   `config_file`: the models of the YAML sections; `collections`: collections read through
-  TutorSim's catalogue and template students; `errors`: the error classes.
+  TutorSim's catalogue and template students; `sizes`: bounds of the run's products;
+  `errors`: the error classes.
+* `settings`: `split_config`, the boundary that cuts a config into each stage's settings
+  (`StageSettings`); the pipeline's stages see only their own part.
 * `prompts`: prompt templates, placeholders, answer parsers.
-* `calls`: the question bank and the requests of every stage.
+* `calls`: each LLM stage's settings (`QuestionSettings`, `AnswerSettings`, `RaterSettings`,
+  `JudgeSettings`), the question bank and the requests they build.
 * `scripted`: `ScriptedWorld`, the offline backend's roles
   (its judge follows TutorSim's latent preferences).
 * `aggregate`: picks -> P -> U (TutorSim's shared functions),
@@ -41,10 +45,12 @@ from prefduel.datagen.aggregate import (
     tally,
 )
 from prefduel.datagen.calls import (
+    AnswerSettings,
+    JudgeSettings,
+    QuestionSettings,
     QuestionSpec,
-    RequestBuilder,
-    question_bank,
-    scripted_model_name,
+    RaterSettings,
+    RoleCalls,
 )
 from prefduel.datagen.config import (
     DatagenConfig,
@@ -73,22 +79,36 @@ from prefduel.datagen.prompts import (
     parse_scores,
 )
 from prefduel.datagen.scripted import ScriptedWorld, scripted_handlers
+from prefduel.datagen.settings import (
+    RunInfo,
+    StageSettings,
+    WorldSettings,
+    scripted_model_name,
+    split_config,
+)
 
 __all__ = [
     "STAGES",
+    "AnswerSettings",
     "DatagenConfig",
     "DatagenConfigError",
     "DatagenError",
     "DatagenPlan",
     "DatagenResult",
+    "JudgeSettings",
+    "QuestionSettings",
     "QuestionSpec",
-    "RequestBuilder",
+    "RaterSettings",
+    "RoleCalls",
+    "RunInfo",
     "ScriptedWorld",
     "StageEstimate",
     "StageReport",
+    "StageSettings",
     "TemplateParser",
     "Templates",
     "WorldRefusedError",
+    "WorldSettings",
     "assemble_world",
     "config_from_mapping",
     "estimate",
@@ -102,9 +122,9 @@ __all__ = [
     "parse_scores",
     "pick_diagnostics",
     "probabilities_and_utilities",
-    "question_bank",
     "rater_features",
     "scripted_handlers",
     "scripted_model_name",
+    "split_config",
     "tally",
 ]

@@ -1,9 +1,15 @@
-"""The question bank and the requests of every stage.
+"""Each LLM stage's own settings, and the requests it builds from them.
 
-The bank is ``topics x chains x kinds x cues_per_question`` questions, in that nesting order.
-The cues of each (topic, chain, kind) are drawn without replacement from
-``stream(seed, "datagen", "cues", topic, chain, kind)``, so adding a topic leaves the other
-questions' cues unchanged.
+`prefduel.datagen.settings.split_config` cuts a config into these at the pipeline's boundary:
+the questions stage gets `QuestionSettings`, the answers stage `AnswerSettings`, the rater
+`RaterSettings` and the judge `JudgeSettings`; each holds its role's `RoleCalls` (the model
+name sent, the sampling settings, the tries) and only the entries and templates its prompts
+use.
+
+The bank (`QuestionSettings.bank`) is ``topics x chains x kinds x cues_per_question``
+questions, in that nesting order. The cues of each (topic, chain, kind) are drawn without
+replacement from ``stream(seed, "datagen", "cues", topic, chain, kind)``, so adding a topic
+leaves the other questions' cues unchanged.
 
 Requests (role tag, sample index and all parameters are part of the cache key):
 
@@ -19,29 +25,31 @@ judge      (student, question, pair a<b, display order,      0, with the ``logpr
 (logprobs) label assignment)                                 ``top_logprobs`` parameters
 =========  ================================================  ================================
 
-A role with ``structured`` set gets its answer's `AnswerFormat` (`answer_formats`) added by the
-stage engine as ``response_format``.
+A role with ``structured`` set gets its answer's `AnswerFormat` (each settings'
+``answer_format``) added by the stage engine as ``response_format``.
 
-With the scripted backend every model name is replaced by `scripted_model_name`, a
-fingerprint of the scripted truth: the cache then never serves answers of another truth (e.g.
-after a student's taste was edited).
+With the scripted backend every model name is the fingerprint of the scripted truth
+(`prefduel.datagen.settings.scripted_model_name`): the cache then never serves answers of
+another truth (e.g. after a student's taste was edited).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from prefduel.core.rng import stream
-from prefduel.datagen.config import DatagenConfig, Persona, Student
+from prefduel.datagen.config_file import RoleModel
 from prefduel.datagen.prompts import LABELS
 from prefduel.llm.logprobs import logprob_params
 from prefduel.llm.request import LLMRequest
 from prefduel.llm.structured import AnswerFormat
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS
+from prefduel.worlds.tutorsim_catalogue import Cue, Kind, Persona, Topic
+from prefduel.worlds.tutorsim_catalogue import ProfileEntry as Student
 
 
 @dataclass(frozen=True)
@@ -83,118 +91,107 @@ class QuestionSpec:
         return data
 
 
-def question_bank(config: DatagenConfig) -> list[QuestionSpec]:
-    """Every question spec of ``config``, in bank order.
+@dataclass(frozen=True)
+class RoleCalls:
+    """How one role's calls are made.
 
-    Returns:
-        ``config.n_questions`` specs.
-    """
-    bank = []
-    for topic in config.topics:
-        for c_idx, chain in enumerate(topic.chains):
-            for kind in config.kinds:
-                rng = stream(config.seed, "datagen", "cues", topic.id, c_idx, kind.id)
-                picks = rng.choice(len(config.cues), size=config.cues_per_question, replace=False)
-                for cue_index in picks:
-                    cue = config.cues[int(cue_index)]
-                    bank.append(
-                        QuestionSpec(
-                            index=len(bank),
-                            id=f"{topic.id}/{c_idx}/{kind.id}/{cue.id}",
-                            topic=topic.id,
-                            topic_name=topic.name,
-                            subject=topic.subject,
-                            chain=c_idx,
-                            concept=chain.concept,
-                            kind=kind.id,
-                            kind_description=kind.description,
-                            cue=cue.id,
-                            cue_text=cue.text,
-                            example=chain.example(kind.id),
-                        )
-                    )
-    return bank
-
-
-def scripted_model_name(config: DatagenConfig) -> str:
-    """``scripted/<12 hex>``: the model name of scripted requests, a fingerprint of everything
-    the scripted answers depend on besides the prompt (seed, style/need/taste values, quirks,
-    scripted knobs)."""
-    truth = {
-        "seed": config.seed,
-        "style": [d.id for d in config.style],
-        "personas": [dataclasses.asdict(p) for p in config.personas],
-        "kinds": [dataclasses.asdict(k) for k in config.kinds],
-        "cues": [dataclasses.asdict(c) for c in config.cues],
-        "topics": [t.id for t in config.topics],
-        "quirks": [dataclasses.asdict(q) for q in config.quirks],
-        "students": [dataclasses.asdict(s) for s in config.students],
-        "scripted": {
-            **dataclasses.asdict(config.scripted.params),
-            "rater_gain": config.scripted.rater_gain,
-            "judge_malformed": config.scripted.judge_malformed,
-            "rater_malformed": config.scripted.rater_malformed,
-        },
-        "rater_scale": list(config.rater_scale),
-    }
-    text = json.dumps(truth, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "scripted/" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-
-
-def rater_example(config: DatagenConfig) -> str:
-    """The JSON example shown to the rater: ``{"id": score, ...}``."""
-    lo, hi = config.rater_scale
-    mid = round((lo + hi) / 2)
-    return json.dumps({p.id: mid for p in config.personas})
-
-
-def _fmt(number: float) -> str:
-    return f"{int(number)}" if float(number).is_integer() else f"{number:g}"
-
-
-class RequestBuilder:
-    """Builds the requests of every stage from a config.
-
-    Args:
-        config: The config.
-        scripted: Use `scripted_model_name` as the model of every role.
+    Attributes:
+        role: ``question``, ``answer``, ``rater`` or ``judge`` (the requests' role tag).
+        model: The model name sent (the scripted truth's fingerprint with the scripted backend).
+        settings: The role's sampling settings (``models.<role>``).
+        tries: Tries per item: 1 and the role's ``retries`` for malformed answers.
     """
 
-    def __init__(self, config: DatagenConfig, *, scripted: bool = False) -> None:
-        self.config = config
-        self.scripted = scripted
-        model = scripted_model_name(config) if scripted else None
-        self.models = {role: model or m.model for role, m in config.models.items()}
-        self.params = {role: m.request_params() for role, m in config.models.items()}
-        self.seeds = {role: m.seed for role, m in config.models.items()}
-        t = config.templates
-        lo, hi = config.rater_scale
-        self._rater_fields = {
-            "personas": "\n".join(
-                f"- {p.id}: {' '.join(p.prompt.split())}" for p in config.personas
-            ),
-            "example": rater_example(config),
-            "scale_min": _fmt(lo),
-            "scale_max": _fmt(hi),
-            "n_personas": str(config.K),
-        }
-        self._rater_system = t.rater_system.format_map(self._rater_fields)
+    role: str
+    model: str
+    settings: RoleModel
+    tries: int
 
-    def _request(
-        self, role: str, system: str, user: str, sample: int, extra: dict[str, Any] | None = None
+    @functools.cached_property
+    def _params(self) -> dict[str, Any]:
+        return self.settings.request_params()
+
+    @property
+    def structured(self) -> str:
+        """The role's structured-output mode."""
+        return self.settings.structured
+
+    def placeholder_chars(self) -> int:
+        """Characters of a dry run's stand-in for an uncached answer of this role."""
+        return 4 * self.settings.completion_estimate()
+
+    def request(
+        self, system: str, user: str, sample: int, extra: dict[str, Any] | None = None
     ) -> LLMRequest:
-        seed = self.seeds[role]
+        """The chat request of sample ``sample`` (the role's seed plus the sample index)."""
+        seed = self.settings.seed
         return LLMRequest.chat(
-            self.models[role],
+            self.model,
             user,
             system=system or None,
-            role=role,
+            role=self.role,
             sample=sample,
             seed=None if seed is None else seed + sample,
-            **{**self.params[role], **(extra or {})},
+            **{**self._params, **(extra or {})},
         )
 
-    def question_fields(self, spec: QuestionSpec) -> dict[str, str]:
+
+@dataclass(frozen=True)
+class QuestionSettings:
+    """The questions stage: the bank's entries and the question templates.
+
+    Attributes:
+        calls: The question role's calls.
+        seed: Seed of the cue draws.
+        topics: Topics (each of its chains is a concept).
+        kinds: Question kinds.
+        cues: Cues.
+        cues_per_question: Cues drawn for each (topic, chain, kind).
+        system: The ``question_system`` template.
+        user: The ``question_user`` template.
+    """
+
+    calls: RoleCalls
+    seed: int
+    topics: tuple[Topic, ...]
+    kinds: tuple[Kind, ...]
+    cues: tuple[Cue, ...]
+    cues_per_question: int
+    system: str
+    user: str
+
+    answer_format = AnswerFormat.text("question", field="question")
+
+    def bank(self) -> list[QuestionSpec]:
+        """Every question spec, in bank order (topics x chains x kinds x cues_per_question)."""
+        bank = []
+        for topic in self.topics:
+            for c_idx, chain in enumerate(topic.chains):
+                for kind in self.kinds:
+                    rng = stream(self.seed, "datagen", "cues", topic.id, c_idx, kind.id)
+                    picks = rng.choice(len(self.cues), size=self.cues_per_question, replace=False)
+                    for cue_index in picks:
+                        cue = self.cues[int(cue_index)]
+                        bank.append(
+                            QuestionSpec(
+                                index=len(bank),
+                                id=f"{topic.id}/{c_idx}/{kind.id}/{cue.id}",
+                                topic=topic.id,
+                                topic_name=topic.name,
+                                subject=topic.subject,
+                                chain=c_idx,
+                                concept=chain.concept,
+                                kind=kind.id,
+                                kind_description=kind.description,
+                                cue=cue.id,
+                                cue_text=cue.text,
+                                example=chain.example(kind.id),
+                            )
+                        )
+        return bank
+
+    @staticmethod
+    def fields(spec: QuestionSpec) -> dict[str, str]:
         """Placeholder values of the question templates."""
         example = (
             f"\nHere is an example of such a question, for the style only: {spec.example}"
@@ -212,38 +209,133 @@ class RequestBuilder:
             "example_line": example,
         }
 
-    def question(self, spec: QuestionSpec, sample: int = 0) -> LLMRequest:
+    def request(self, spec: QuestionSpec, sample: int = 0) -> LLMRequest:
         """The request that writes question ``spec``."""
-        t = self.config.templates
-        values = self.question_fields(spec)
-        return self._request(
-            "question",
-            t.question_system.format_map(values),
-            t.question_user.format_map(values),
-            sample,
+        values = self.fields(spec)
+        return self.calls.request(
+            self.system.format_map(values), self.user.format_map(values), sample
         )
 
-    def answer(self, question: str, persona: Persona, sample: int = 0) -> LLMRequest:
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """The answers stage: the personas and the answer templates.
+
+    Attributes:
+        calls: The answer role's calls.
+        personas: The K personas (each answers every question).
+        system: The ``answer_system`` template.
+        user: The ``answer_user`` template.
+    """
+
+    calls: RoleCalls
+    personas: tuple[Persona, ...]
+    system: str
+    user: str
+
+    answer_format = AnswerFormat.text("answer", field="answer")
+
+    def request(self, question: str, persona: Persona, sample: int = 0) -> LLMRequest:
         """The request of ``persona``'s answer to ``question``."""
-        t = self.config.templates
         values = {
             "persona_prompt": persona.prompt,
             "persona_id": persona.id,
             "persona_name": persona.name,
             "question": question,
         }
-        return self._request(
-            "answer", t.answer_system.format_map(values), t.answer_user.format_map(values), sample
+        return self.calls.request(
+            self.system.format_map(values), self.user.format_map(values), sample
         )
 
-    def rater(self, question: str, sample: int = 0) -> LLMRequest:
+
+def _fmt(number: float) -> str:
+    return f"{int(number)}" if float(number).is_integer() else f"{number:g}"
+
+
+@dataclass(frozen=True)
+class RaterSettings:
+    """The rater stage: the personas it scores, the score scale and the rater templates.
+
+    Attributes:
+        calls: The rater role's calls.
+        personas: The K personas (one call rates them all).
+        scale: Lowest and highest score.
+        system: The ``rater_system`` template.
+        user: The ``rater_user`` template.
+    """
+
+    calls: RoleCalls
+    personas: tuple[Persona, ...]
+    scale: tuple[float, float]
+    system: str
+    user: str
+
+    @property
+    def ids(self) -> list[str]:
+        """The persona ids a reply must score."""
+        return [p.id for p in self.personas]
+
+    @property
+    def answer_format(self) -> AnswerFormat:
+        """An object of every persona id's score on the scale."""
+        lo, hi = self.scale
+        return AnswerFormat.scores("scores", self.ids, minimum=lo, maximum=hi)
+
+    def example(self) -> str:
+        """The JSON example shown to the rater: ``{"id": score, ...}``."""
+        lo, hi = self.scale
+        mid = round((lo + hi) / 2)
+        return json.dumps({p.id: mid for p in self.personas})
+
+    @functools.cached_property
+    def _fields(self) -> dict[str, str]:
+        lo, hi = self.scale
+        return {
+            "personas": "\n".join(f"- {p.id}: {' '.join(p.prompt.split())}" for p in self.personas),
+            "example": self.example(),
+            "scale_min": _fmt(lo),
+            "scale_max": _fmt(hi),
+            "n_personas": str(len(self.personas)),
+        }
+
+    @functools.cached_property
+    def _system(self) -> str:
+        return self.system.format_map(self._fields)
+
+    def request(self, question: str, sample: int = 0) -> LLMRequest:
         """The request that rates all personas for ``question``."""
-        user = self.config.templates.rater_user.format_map(
-            {**self._rater_fields, "question": question}
-        )
-        return self._request("rater", self._rater_system, user, sample)
+        user = self.user.format_map({**self._fields, "question": question})
+        return self.calls.request(self._system, user, sample)
 
-    def judge(
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The judge stage: the students it plays, how a pick probability is measured, and the
+    judge templates.
+
+    Attributes:
+        calls: The judge role's calls.
+        students: The students (the judge plays each).
+        persona_ids: The K personas' ids (pairs ``a < b`` of their indexes are judged).
+        samples: Picks per (pair, display order, label assignment).
+        mode: ``samples`` or ``logprobs`` (one call per configuration).
+        top_logprobs: Alternatives asked for per token in ``logprobs`` mode.
+        system: The ``judge_system`` template.
+        user: The ``judge_user`` template.
+    """
+
+    calls: RoleCalls
+    students: tuple[Student, ...]
+    persona_ids: tuple[str, ...]
+    samples: int
+    mode: str
+    top_logprobs: int
+    system: str
+    user: str
+
+    answer_format = AnswerFormat.choice("pick", LABELS)
+
+    def request(
         self,
         student: Student,
         question: str,
@@ -263,15 +355,13 @@ class RequestBuilder:
             second: The answer displayed second.
             first_label: The label of the first answer (``"A"`` or ``"B"``).
             sample: Sample index.
-            logprobs: Ask for ``logprobs`` with ``top_logprobs`` alternatives (the config's
-                ``judge.top_logprobs``).
+            logprobs: Ask for ``logprobs`` with `top_logprobs` alternatives.
         """
-        t = self.config.templates
         second_label = LABELS[1] if first_label == LABELS[0] else LABELS[0]
-        system = t.judge_system.format_map(
+        system = self.system.format_map(
             {"student": student.description, "student_name": student.name}
         )
-        user = t.judge_user.format_map(
+        user = self.user.format_map(
             {
                 "question": question,
                 "label_1": first_label,
@@ -280,23 +370,8 @@ class RequestBuilder:
                 "answer_2": second,
             }
         )
-        extra = logprob_params(self.config.top_logprobs) if logprobs else None
-        return self._request("judge", system, user, sample, extra)
-
-
-def answer_formats(config: DatagenConfig) -> dict[str, AnswerFormat]:
-    """The shape of each role's answer, for structured output: the question and the answer are
-    prose (``{"question": ...}``, ``{"answer": ...}`` in mode ``json_schema``), the rater's scores
-    an object of every persona id, the judge's pick one of the labels."""
-    lo, hi = config.rater_scale
-    return {
-        "question": AnswerFormat.text("question", field="question"),
-        "answer": AnswerFormat.text("answer", field="answer"),
-        "rater": AnswerFormat.scores(
-            "scores", [p.id for p in config.personas], minimum=lo, maximum=hi
-        ),
-        "judge": AnswerFormat.choice("pick", LABELS),
-    }
+        extra = logprob_params(self.top_logprobs) if logprobs else None
+        return self.calls.request(system, user, sample, extra)
 
 
 def judge_order(a: int, b: int, condition: int) -> tuple[int, int, str]:
@@ -313,11 +388,11 @@ def judge_order(a: int, b: int, condition: int) -> tuple[int, int, str]:
 
 
 __all__ = [
+    "AnswerSettings",
+    "JudgeSettings",
+    "QuestionSettings",
     "QuestionSpec",
-    "RequestBuilder",
-    "answer_formats",
+    "RaterSettings",
+    "RoleCalls",
     "judge_order",
-    "question_bank",
-    "rater_example",
-    "scripted_model_name",
 ]

@@ -27,8 +27,7 @@ import numpy as np
 
 from prefduel.core.btl import pairs_of
 from prefduel.datagen.aggregate import NO_PICK
-from prefduel.datagen.calls import QuestionSpec, RequestBuilder, answer_formats, judge_order
-from prefduel.datagen.config import DatagenConfig
+from prefduel.datagen.calls import JudgeSettings, QuestionSpec, judge_order
 from prefduel.datagen.prompts import LABELS, parse_pick
 from prefduel.llm.logprobs import response_choice
 from prefduel.llm.request import LLMResponse
@@ -55,8 +54,7 @@ class JudgeStage:
     """The judge stage of one run, for the stage engine.
 
     Args:
-        config: The config.
-        builder: Its requests.
+        settings: The judge's settings (students, personas, samples, mode, templates, calls).
         engine: The stage engine (its report ``judge`` counts every call).
         specs: The question bank.
         questions: Bank index -> question text.
@@ -72,34 +70,31 @@ class JudgeStage:
 
     def __init__(
         self,
-        config: DatagenConfig,
-        builder: RequestBuilder,
+        settings: JudgeSettings,
         engine: StageEngine,
         specs: list[QuestionSpec],
         questions: dict[int, Any],
         answers: dict[int, list[Any]],
     ) -> None:
-        self.config = config
-        self.builder = builder
+        self.settings = settings
         self.engine = engine
         self.specs = specs
         self.questions = questions
         self.answers = answers
-        self.pairs = pairs_of(config.K)
-        self.format = answer_formats(config)["judge"]
-        shape = (len(config.students), len(specs), len(self.pairs), len(JUDGE_CONFIGS))
-        self.picks = np.full((*shape, config.samples), NO_PICK, dtype=np.int8)
+        self.pairs = pairs_of(len(settings.persona_ids))
+        shape = (len(settings.students), len(specs), len(self.pairs), len(JUDGE_CONFIGS))
+        self.picks = np.full((*shape, settings.samples), NO_PICK, dtype=np.int8)
         self.probs = np.full(shape, np.nan)
         self.fallback = 0
 
     # -- requests and replies ---------------------------------------------------------------
 
-    def _request(self, cfg: Config, sample: int, *, logprobs: bool = False) -> Any:
-        i, qi, j, c = cfg
+    def _request(self, conf: Config, sample: int, *, logprobs: bool = False) -> Any:
+        i, qi, j, c = conf
         first, second, first_label = judge_order(int(self.pairs[j, 0]), int(self.pairs[j, 1]), c)
         answers = self.answers[qi]
-        return self.builder.judge(
-            self.config.students[i],
+        return self.settings.request(
+            self.settings.students[i],
             self.questions[qi],
             answers[first],
             answers[second],
@@ -109,17 +104,17 @@ class JudgeStage:
         )
 
     @staticmethod
-    def _a_label(cfg: Config) -> str:
-        return LABELS[0] if JUDGE_CONFIGS[cfg[3]][1] else LABELS[1]
+    def _a_label(conf: Config) -> str:
+        return LABELS[0] if JUDGE_CONFIGS[conf[3]][1] else LABELS[1]
 
-    def _describe(self, cfg: Config) -> dict[str, Any]:
-        i, qi, j, c = cfg
+    def _describe(self, conf: Config) -> dict[str, Any]:
+        i, qi, j, c = conf
         a_first, a_label_a = JUDGE_CONFIGS[c]
-        personas = self.config.personas
+        ids = self.settings.persona_ids
         return {
             "item": self.specs[qi].id,
-            "student": self.config.students[i].id,
-            "pair": [personas[int(self.pairs[j, 0])].id, personas[int(self.pairs[j, 1])].id],
+            "student": self.settings.students[i].id,
+            "pair": [ids[int(self.pairs[j, 0])], ids[int(self.pairs[j, 1])]],
             "a_first": a_first,
             "a_label": LABELS[0] if a_label_a else LABELS[1],
         }
@@ -127,7 +122,7 @@ class JudgeStage:
     def sampled_stage(self) -> Stage[JudgeJob]:
         """One pick per (configuration, sample); a retry takes the sample index ``samples``
         further."""
-        samples = self.config.samples
+        samples, calls = self.settings.samples, self.settings.calls
 
         def parse(job: JudgeJob, text: str) -> int | None:
             pick = parse_pick(text)
@@ -138,25 +133,25 @@ class JudgeStage:
             lambda job, previous: self._request(job[0], job[1] + len(previous) * samples),
             parse,
             describe=lambda job: self._describe(job[0]),
-            tries=self.config.retries["judge"] + 1,
-            answer=self.format,
-            structured=self.config.models["judge"].structured,
+            tries=calls.tries,
+            answer=self.settings.answer_format,
+            structured=calls.structured,
         )
 
     def logprob_stage(self) -> Stage[Config]:
         """One call per configuration; its value is the first persona's pick probability, or
         `NO_LOGPROBS`."""
 
-        def read(cfg: Config, text: str, response: LLMResponse) -> Any:
+        def read(conf: Config, text: str, response: LLMResponse) -> Any:
             probs = response_choice(response, LABELS)
-            return NO_LOGPROBS if probs is None else probs[self._a_label(cfg)]
+            return NO_LOGPROBS if probs is None else probs[self._a_label(conf)]
 
         return Stage(
             "judge",
-            lambda cfg, previous: self._request(cfg, 0, logprobs=True),
+            lambda conf, previous: self._request(conf, 0, logprobs=True),
             describe=self._describe,
-            answer=self.format,
-            structured=self.config.models["judge"].structured,
+            answer=self.settings.answer_format,
+            structured=self.settings.calls.structured,
             read=read,
         )
 
@@ -164,11 +159,11 @@ class JudgeStage:
 
     async def run(self, usable: Sequence[int]) -> None:
         """Judge every configuration of the usable questions (fills `picks` and `probs`)."""
-        cfg = self.config
-        logprobs = cfg.judge_mode == "logprobs"
+        settings = self.settings
+        logprobs = settings.mode == "logprobs"
         n_pairs, n_cfg = len(self.pairs), len(JUDGE_CONFIGS)
-        cells = [(i, qi) for i in range(len(cfg.students)) for qi in usable]
-        per_cell = n_pairs * n_cfg * (1 if logprobs else cfg.samples)
+        cells = [(i, qi) for i in range(len(settings.students)) for qi in usable]
+        per_cell = n_pairs * n_cfg * (1 if logprobs else settings.samples)
         self.engine.start("judge", len(cells) * per_cell)
         group = max(1, CHUNK // per_cell)  # whole cells at a time: bounded memory
         for start in range(0, len(cells), group):
@@ -180,7 +175,7 @@ class JudgeStage:
             ]
             if logprobs:
                 configs = await self._from_logprobs(configs)
-                self.engine.sender.grow(len(configs) * cfg.samples)
+                self.engine.sender.grow(len(configs) * settings.samples)
             await self._sampled(configs)
         self.engine.finish("judge")
 
@@ -188,11 +183,11 @@ class JudgeStage:
         """Ask each configuration once for logprobs; return those to sample instead."""
         outcomes = await self.engine.run(self.logprob_stage(), configs)
         again = []
-        for config, outcome in zip(configs, outcomes, strict=True):
+        for conf, outcome in zip(configs, outcomes, strict=True):
             if outcome.value is NO_LOGPROBS:
-                again.append(config)
+                again.append(conf)
             elif isinstance(outcome.value, float):
-                self.probs[config] = outcome.value
+                self.probs[conf] = outcome.value
         self.fallback += len(again)
         return again
 
@@ -200,7 +195,7 @@ class JudgeStage:
         """``samples`` picks of each configuration."""
         if not configs:
             return
-        jobs: list[JudgeJob] = [(c, s) for c in configs for s in range(self.config.samples)]
+        jobs: list[JudgeJob] = [(c, s) for c in configs for s in range(self.settings.samples)]
         for ((i, qi, j, c), s), outcome in zip(
             jobs, await self.engine.run(self.sampled_stage(), jobs), strict=True
         ):

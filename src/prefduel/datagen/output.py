@@ -32,8 +32,9 @@ from prefduel.datagen.aggregate import (
     tally,
 )
 from prefduel.datagen.calls import QuestionSpec, judge_order
-from prefduel.datagen.config import DatagenConfig, DatagenError
+from prefduel.datagen.errors import DatagenError
 from prefduel.datagen.results import DatagenResult
+from prefduel.datagen.settings import WorldSettings
 from prefduel.llm.client import LLMClient
 from prefduel.llm.urls import public_url
 from prefduel.worlds.world import World
@@ -125,9 +126,9 @@ def endpoint(client: LLMClient) -> str | None:
     return public_url(url) if isinstance(url, str) and url else None
 
 
-def _rater_scores(config: DatagenConfig, data: Collected) -> np.ndarray:
-    """Scores per (usable question, persona); NaN rows for questions without usable scores."""
-    ids = [p.id for p in config.personas]
+def _rater_scores(ids: list[str], data: Collected) -> np.ndarray:
+    """Scores per (usable question, persona ``ids``); NaN rows for questions without usable
+    scores."""
     return np.array(
         [
             [data.scores[qi][pid] for pid in ids]
@@ -138,7 +139,7 @@ def _rater_scores(config: DatagenConfig, data: Collected) -> np.ndarray:
     ).reshape(len(data.usable), len(ids))
 
 
-def _students(config: DatagenConfig) -> list[dict[str, Any]]:
+def _students(world: WorldSettings) -> list[dict[str, Any]]:
     """The world's students (each is its own profile)."""
     return [
         {
@@ -148,15 +149,12 @@ def _students(config: DatagenConfig) -> list[dict[str, Any]]:
             "description": s.description,
             "quirks": list(s.quirks),
         }
-        for s in config.students
+        for s in world.students
     ]
 
 
-def _question_entries(
-    config: DatagenConfig, data: Collected, scores: np.ndarray
-) -> list[dict[str, Any]]:
+def _question_entries(ids: list[str], data: Collected, scores: np.ndarray) -> list[dict[str, Any]]:
     """The world's questions: spec, text and rater scores (None when unusable)."""
-    ids = [p.id for p in config.personas]
     questions = []
     for qi, row in zip(data.usable, scores, strict=True):
         entry = {**data.specs[qi].to_json(), "text": data.questions[qi]}
@@ -166,7 +164,7 @@ def _question_entries(
 
 
 def _world_info(
-    config: DatagenConfig,
+    world: WorldSettings,
     models: dict[str, str],
     backend: str,
     result: DatagenResult,
@@ -175,16 +173,16 @@ def _world_info(
     """The world's ``info``: generator, models, judge diagnostics, dropped questions."""
     return {
         "generator": "datagen",
-        "config": config.name,
-        "source": config.source,
+        "config": world.name,
+        "source": world.source,
         "backend": backend,
         "models": models,
-        "samples": config.samples,
-        **({"judge_mode": config.judge_mode} if config.judge_mode != "samples" else {}),
-        "bt": {"ridge": config.bt_ridge, "scale": config.bt_scale},
+        "samples": world.samples,
+        **({"judge_mode": world.judge_mode} if world.judge_mode != "samples" else {}),
+        "bt": {"ridge": world.bt_ridge, "scale": world.bt_scale},
         "layout": (
             "students assigned in a seeded balanced random order; each arrival gets "
-            f"{config.rounds} distinct questions drawn uniformly from {len(scores)}"
+            f"{world.rounds} distinct questions drawn uniformly from {len(scores)}"
         ),
         "dropped_questions": result.dropped,
         "rater_unusable": int(np.isnan(scores).any(axis=1).sum()),
@@ -194,9 +192,10 @@ def _world_info(
 
 
 def check_picks(
-    config: DatagenConfig, picks: np.ndarray, probs: np.ndarray | None, result: DatagenResult
+    min_valid: float, picks: np.ndarray, probs: np.ndarray | None, result: DatagenResult
 ) -> None:
-    """Refuse to build a world from fewer valid judge picks than ``judge.min_valid`` of them.
+    """Refuse to build a world from fewer valid judge picks than ``min_valid`` of them
+    (``judge.min_valid``).
 
     A configuration measured by logprobs counts as its ``samples`` picks.
 
@@ -206,14 +205,14 @@ def check_picks(
     """
     asked = int(picks.size)
     valid = round(float(expected_tally(picks, probs)[1].sum()))
-    if asked and valid >= config.judge_min_valid * asked:
+    if asked and valid >= min_valid * asked:
         return
     replies = [m for m in result.malformed if m["stage"] == "judge"]
     example = f" (e.g. {replies[0]['text'][:80]!r}; all in datagen/malformed.jsonl)" if replies \
         else ""
     raise DatagenError(
         f"only {valid:,} of {asked:,} judge picks are valid ({valid / max(asked, 1):.0%}); at "
-        f"least {config.judge_min_valid:.0%} must be (judge.min_valid): {asked - valid:,} "
+        f"least {min_valid:.0%} must be (judge.min_valid): {asked - valid:,} "
         f"missing after {len(replies):,} malformed replies{example}; no world written. Every "
         "answer is cached: change the judge (its model, endpoint, prompt or structured output) "
         "and re-run, and only the judge's calls are sent; re-running the same judge is served "
@@ -222,7 +221,7 @@ def check_picks(
 
 
 def build_world(
-    config: DatagenConfig,
+    world: WorldSettings,
     data: Collected,
     models: dict[str, str],
     backend: str,
@@ -231,7 +230,7 @@ def build_world(
     """The World and the ``tables.npz`` arrays; sets ``result.diagnostics``.
 
     Args:
-        config: The config.
+        world: The world's settings.
         data: What the stages collected (every call answered).
         models: Role -> model name the requests used.
         backend: The backend's cache namespace.
@@ -242,63 +241,66 @@ def build_world(
             picks than ``judge.min_valid`` of them (`check_picks`).
     """
     usable = data.usable
-    if config.rounds > len(usable):
+    if world.rounds > len(usable):
         raise DatagenError(
-            f"only {len(usable)} usable questions for {config.rounds} rounds per arrival "
+            f"only {len(usable)} usable questions for {world.rounds} rounds per arrival "
             f"(dropped: {result.dropped}); raise the retries or lower world.rounds"
         )
     picks = data.picks[:, usable]
     probs = data.probs[:, usable] if data.probs is not None else None
-    check_picks(config, picks, probs, result)
+    check_picks(world.min_valid, picks, probs, result)
+    ids = [p.id for p in world.personas]
     prob, utility = probabilities_and_utilities(
-        picks, config.K, ridge=config.bt_ridge, scale=config.bt_scale, probs=probs
+        picks, len(ids), ridge=world.bt_ridge, scale=world.bt_scale, probs=probs
     )
-    scores = _rater_scores(config, data)
+    scores = _rater_scores(ids, data)
     g = rater_features(scores)
     student_index, question_index, uniforms = layout(
-        len(config.students), len(usable), config.layout.arrivals, config.rounds, config.seed
+        len(world.students), len(usable), world.arrivals, world.rounds, world.seed
     )
     result.diagnostics = pick_diagnostics(picks, probs)
     if probs is not None:
         result.diagnostics["sampled_without_logprobs"] = data.fallback
-    world = assemble_world(
-        name=config.name,
-        seed=config.seed,
+    built = assemble_world(
+        name=world.name,
+        seed=world.seed,
         prob=prob,
         utility=utility,
         g=g,
         student_index=student_index,
         question_index=question_index,
         uniforms=uniforms,
-        students=_students(config),
-        questions=_question_entries(config, data, scores),
-        personas=[{"id": p.id, "name": p.name, "prompt": p.prompt} for p in config.personas],
-        info=_world_info(config, models, backend, result, scores),
+        students=_students(world),
+        questions=_question_entries(ids, data, scores),
+        personas=[{"id": p.id, "name": p.name, "prompt": p.prompt} for p in world.personas],
+        info=_world_info(world, models, backend, result, scores),
     )
     wins, total = tally(picks)
     tables = {"P": prob, "U": utility, "wins": wins, "total": total, "scores": scores, "g": g}
     if probs is not None:
         tables["judge_p"] = probs
-    return world, {**tables, "picks": picks}
+    return built, {**tables, "picks": picks}
 
 
 def _battles(result: DatagenResult, picks: np.ndarray) -> Iterator[dict[str, Any]]:
     """One Arena-style row per valid pick (who was shown as ``model_a``, who won), made as they
     are written: a run may have millions."""
-    assert result.world is not None
-    config = result.config
-    pairs = pairs_of(config.K)
+    world = result.world
+    assert world is not None
+    personas = [p["id"] for p in world.personas]
+    students = [s["id"] for s in world.students]
+    pairs = pairs_of(len(personas))
     for i, q, j, c, s in zip(*np.nonzero(picks >= 0), strict=True):
         a = int(pairs[j, 0])
         first, second, first_label = judge_order(a, int(pairs[j, 1]), c)
         a_won = picks[i, q, j, c, s] == 1
         first_won = a_won == (first == a)
         yield {
-            "model_a": config.personas[first].id,
-            "model_b": config.personas[second].id,
+            "model_a": personas[first],
+            "model_b": personas[second],
             "winner": "model_a" if first_won else "model_b",
-            "judge": config.students[int(i)].id,
-            "question_id": result.world.questions[int(q)]["id"],
+            "judge": students[int(i)],
+            "question_id": world.questions[int(q)]["id"],
             "label_a": first_label,
             "sample": int(s),
         }
@@ -316,7 +318,7 @@ def write_outputs(result: DatagenResult, tables: dict[str, np.ndarray], data: Co
     """Save the world to ``result.output`` and the ``datagen/`` tables, questions (with their
     answers), battles and malformed answers."""
     assert result.world is not None and result.output is not None
-    ids = [p.id for p in result.config.personas]
+    ids = [p["id"] for p in result.world.personas]
     result.world.save(result.output)
     extra = result.output / "datagen"
     extra.mkdir(parents=True, exist_ok=True)
@@ -345,7 +347,7 @@ def write_summary(result: DatagenResult) -> None:
     extra = result.output / "datagen"
     extra.mkdir(parents=True, exist_ok=True)
     summary = {
-        "config": result.config.to_json(),
+        "config": dict(result.run.record),
         "complete": result.complete,
         **(
             {"failed_calls": len(result.failures), "endpoint_error": result.endpoint_error}

@@ -46,13 +46,18 @@ each question), ``tables.npz`` (``P``, ``U``, wins, valid picks, scores, g and p
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prefduel.datagen.calls import QuestionSpec, RequestBuilder, answer_formats, question_bank
+from prefduel.datagen.calls import (
+    AnswerSettings,
+    QuestionSettings,
+    QuestionSpec,
+    RaterSettings,
+    RoleCalls,
+)
 from prefduel.datagen.config import DatagenConfig, DatagenError
 from prefduel.datagen.errors import WorldRefusedError
 from prefduel.datagen.judge import JudgeStage
@@ -68,6 +73,7 @@ from prefduel.datagen.output import (
 from prefduel.datagen.prompts import parse_answer, parse_question, parse_scores
 from prefduel.datagen.results import DatagenPlan, DatagenResult
 from prefduel.datagen.scripted import ScriptedWorld
+from prefduel.datagen.settings import StageSettings, split_config
 from prefduel.llm.cache import ResponseCache, default_cache_path
 from prefduel.llm.client import LLMClient, run_sync
 from prefduel.llm.config import LLMConfig, make_client
@@ -86,8 +92,6 @@ from prefduel.llm.stages import (
 )
 
 STAGES = ("questions", "answers", "rater", "judge")
-ROLE_OF = {"questions": "question", "answers": "answer", "rater": "rater", "judge": "judge"}
-
 
 
 class _Placeholder(str):
@@ -99,34 +103,27 @@ class _Placeholder(str):
 # -- the stages --------------------------------------------------------------------------------
 
 
+def _calls(calls: RoleCalls, answer: Any) -> dict[str, Any]:
+    """A stage's tries and structured-output settings (the `Stage` keywords)."""
+    return {"tries": calls.tries, "answer": answer, "structured": calls.structured}
+
+
 class _Pipeline:
-    """Datagen's four stages, described for the stage engine.
+    """Datagen's four stages, described for the stage engine; each stage is given only its
+    own settings.
 
     Args:
-        config: The config.
+        stages: The run's settings, one part per stage (`split_config`).
         sender: `ClientSender` (a run) or `CacheSender` (a dry run).
-        scripted: Requests for the scripted backend (`scripted_model_name` models).
     """
 
-    def __init__(self, config: DatagenConfig, sender: Sender, *, scripted: bool) -> None:
-        self.config = config
-        self.builder = RequestBuilder(config, scripted=scripted)
-        self.formats = answer_formats(config)
+    def __init__(self, stages: StageSettings, sender: Sender) -> None:
+        self.stages = stages
         self.engine = StageEngine(sender)
         for stage in STAGES:
             self.engine.report(stage)
         #: Stages whose prompts hold placeholders of uncached answers (dry run).
         self.inexact: set[str] = set()
-
-    def _chars(self, role: str) -> int:
-        return 4 * self.config.models[role].completion_estimate()
-
-    def _tries(self, stage: str) -> int:
-        return self.config.retries[ROLE_OF[stage]] + 1
-
-    def _structure(self, role: str) -> dict[str, Any]:
-        """The stage settings that ask for ``role``'s structured output."""
-        return {"answer": self.formats[role], "structured": self.config.models[role].structured}
 
     async def _values(self, stage: Stage[Any], items: Sequence[Any]) -> list[Any]:
         """Run a whole stage over ``items``; the value of each."""
@@ -137,12 +134,13 @@ class _Pipeline:
 
     async def run(self) -> Collected:
         """Every stage, in order."""
-        specs = question_bank(self.config)
-        questions = await self._questions(specs)
+        stages = self.stages
+        specs = stages.questions.bank()
+        questions = await self._questions(stages.questions, specs)
         asked = [qi for qi, text in questions.items() if isinstance(text, str)]
         if any(isinstance(questions[qi], _Placeholder) for qi in asked):
             self.inexact.update(("answers", "rater", "judge"))
-        answers = await self._answers(specs, questions, asked)
+        answers = await self._answers(stages.answers, specs, questions, asked)
         usable = [qi for qi in asked if all(isinstance(a, str) for a in answers[qi])]
         dropped = [
             qi
@@ -152,8 +150,9 @@ class _Pipeline:
         ]
         if any(isinstance(a, _Placeholder) for qi in usable for a in answers[qi]):
             self.inexact.add("judge")
-        scores = await self._rater(specs, questions, asked)
-        judge = await self._judge(specs, questions, answers, usable)
+        scores = await self._rater(stages.rater, specs, questions, asked)
+        judge = JudgeStage(stages.judge, self.engine, specs, questions, answers)
+        await judge.run(usable)
         return Collected(
             specs,
             questions,
@@ -162,76 +161,66 @@ class _Pipeline:
             dropped,
             scores,
             judge.picks,
-            probs=judge.probs if self.config.judge_mode == "logprobs" else None,
+            probs=judge.probs if stages.judge.mode == "logprobs" else None,
             fallback=judge.fallback,
         )
 
-    async def _questions(self, specs: list[QuestionSpec]) -> dict[int, Any]:
+    async def _questions(self, s: QuestionSettings, specs: list[QuestionSpec]) -> dict[int, Any]:
         """Bank index -> the question written for it."""
-        b = self.builder
         stage: Stage[int] = Stage(
             "questions",
-            request=lambda qi, previous: b.question(specs[qi], len(previous)),
+            request=lambda qi, previous: s.request(specs[qi], len(previous)),
             parse=lambda qi, text: parse_question(text, specs[qi].cue_text),
-            placeholder=lambda qi: _Placeholder("q" * self._chars("question")),
+            placeholder=lambda qi: _Placeholder("q" * s.calls.placeholder_chars()),
             describe=lambda qi: {"item": specs[qi].id},
-            tries=self._tries("questions"),
-            **self._structure("question"),
+            **_calls(s.calls, s.answer_format),
         )
         indexes = [q.index for q in specs]
         return dict(zip(indexes, await self._values(stage, indexes), strict=True))
 
     async def _answers(
-        self, specs: list[QuestionSpec], questions: dict[int, Any], asked: list[int]
-    ) -> dict[int, list[Any]]:
-        """Asked question -> one answer per persona."""
-        b, personas = self.builder, self.config.personas
-        stage: Stage[tuple[int, int]] = Stage(
-            "answers",
-            request=lambda key, previous: b.answer(
-                questions[key[0]], personas[key[1]], len(previous)
-            ),
-            parse=lambda key, text: parse_answer(text, self.config.models["answer"].max_tokens),
-            placeholder=lambda key: _Placeholder(
-                f"[{personas[key[1]].id}] " + "a" * self._chars("answer")
-            ),
-            describe=lambda key: {"item": specs[key[0]].id, "persona": personas[key[1]].id},
-            tries=self._tries("answers"),
-            **self._structure("answer"),
-        )
-        keys = [(qi, p) for qi in asked for p in range(self.config.K)]
-        values = iter(await self._values(stage, keys))
-        return {qi: [next(values) for _ in range(self.config.K)] for qi in asked}
-
-    async def _rater(
-        self, specs: list[QuestionSpec], questions: dict[int, Any], asked: list[int]
-    ) -> dict[int, Any]:
-        """Asked question -> persona id -> score (one call rates every persona)."""
-        b, cfg = self.builder, self.config
-        ids = [p.id for p in cfg.personas]
-        stage: Stage[int] = Stage(
-            "rater",
-            request=lambda qi, previous: b.rater(questions[qi], len(previous)),
-            parse=lambda qi, text: parse_scores(text, ids, cfg.rater_scale),
-            placeholder=lambda qi: dict.fromkeys(ids, 0.0),
-            describe=lambda qi: {"item": specs[qi].id},
-            tries=self._tries("rater"),
-            **self._structure("rater"),
-        )
-        return dict(zip(asked, await self._values(stage, asked), strict=True))
-
-    async def _judge(
         self,
+        s: AnswerSettings,
         specs: list[QuestionSpec],
         questions: dict[int, Any],
-        answers: dict[int, list[Any]],
-        usable: list[int],
-    ) -> JudgeStage:
-        """Picks (or logprob probabilities) of every judge configuration of the usable
-        questions (`prefduel.datagen.judge`)."""
-        judge = JudgeStage(self.config, self.builder, self.engine, specs, questions, answers)
-        await judge.run(usable)
-        return judge
+        asked: list[int],
+    ) -> dict[int, list[Any]]:
+        """Asked question -> one answer per persona."""
+        personas, limit = s.personas, s.calls.settings.max_tokens
+        stage: Stage[tuple[int, int]] = Stage(
+            "answers",
+            request=lambda key, previous: s.request(
+                questions[key[0]], personas[key[1]], len(previous)
+            ),
+            parse=lambda key, text: parse_answer(text, limit),
+            placeholder=lambda key: _Placeholder(
+                f"[{personas[key[1]].id}] " + "a" * s.calls.placeholder_chars()
+            ),
+            describe=lambda key: {"item": specs[key[0]].id, "persona": personas[key[1]].id},
+            **_calls(s.calls, s.answer_format),
+        )
+        keys = [(qi, p) for qi in asked for p in range(len(personas))]
+        values = iter(await self._values(stage, keys))
+        return {qi: [next(values) for _ in personas] for qi in asked}
+
+    async def _rater(
+        self,
+        s: RaterSettings,
+        specs: list[QuestionSpec],
+        questions: dict[int, Any],
+        asked: list[int],
+    ) -> dict[int, Any]:
+        """Asked question -> persona id -> score (one call rates every persona)."""
+        ids = s.ids
+        stage: Stage[int] = Stage(
+            "rater",
+            request=lambda qi, previous: s.request(questions[qi], len(previous)),
+            parse=lambda qi, text: parse_scores(text, ids, s.scale),
+            placeholder=lambda qi: dict.fromkeys(ids, 0.0),
+            describe=lambda qi: {"item": specs[qi].id},
+            **_calls(s.calls, s.answer_format),
+        )
+        return dict(zip(asked, await self._values(stage, asked), strict=True))
 
 
 # -- public API --------------------------------------------------------------------------------
@@ -256,6 +245,7 @@ def estimate(config: DatagenConfig, *, llm: LLMConfig | None = None) -> DatagenP
         The plan; `DatagenPlan.format` prints it.
     """
     llm = llm or config.llm
+    stages = split_config(config, scripted=llm.backend == "scripted")
     prices = load_prices(llm.prices)
     cache_path = Path(llm.cache or default_cache_path()) if llm.use_cache else None
     cache = (
@@ -268,20 +258,20 @@ def estimate(config: DatagenConfig, *, llm: LLMConfig | None = None) -> DatagenP
         _namespace(llm),
         prices,
         billable=llm.backend != "scripted",
-        completion={role: m.completion_estimate() for role, m in config.models.items()},
+        completion={c.role: c.settings.completion_estimate() for c in stages.calls()},
     )
-    pipeline = _Pipeline(config, sender, scripted=llm.backend == "scripted")
+    pipeline = _Pipeline(stages, sender)
     try:
         run_sync(pipeline.run())
     finally:
         if cache is not None:
             cache.close()
-    stages = [sender.estimate(s) for s in STAGES]
-    for s in stages:
+    estimates = [sender.estimate(s) for s in STAGES]
+    for s in estimates:
         s.exact = s.stage not in pipeline.inexact
     return DatagenPlan(
-        config=config,
-        stages=stages,
+        run=stages.run,
+        stages=estimates,
         currency=prices.currency,
         backend=llm.backend,
         cache=str(cache_path) if cache_path is not None else None,
@@ -301,11 +291,11 @@ def make_datagen_client(config: DatagenConfig, llm: LLMConfig | None = None) -> 
 
 
 def _collect(
-    config: DatagenConfig, client: LLMClient, *, progress: bool, owned: bool
+    stages: StageSettings, client: LLMClient, *, progress: bool, owned: bool
 ) -> tuple[_Pipeline, Collected]:
     """Run the stages through ``client`` (closed afterwards when ``owned``)."""
     sender = ClientSender(client, progress=progress)
-    pipeline = _Pipeline(config, sender, scripted=client.namespace == "scripted")
+    pipeline = _Pipeline(stages, sender)
 
     async def main() -> Collected:
         try:
@@ -359,10 +349,12 @@ def generate(
     started = time.perf_counter()
     owned = client is None
     if client is None:
+        # the summary records the settings used (command-line flags included), not the file's
         llm = llm or config.llm
         client = make_datagen_client(config, llm)  # checks prices, call log and cache
-        # the summary records the settings used (command-line flags included), not the file's
-        config = dataclasses.replace(config, llm=llm)
+    stages = split_config(
+        config, scripted=client.namespace == "scripted", llm=llm if owned else None
+    )
     folder = Path(output if output is not None else config.output) if write else None
     try:
         if folder is not None:
@@ -371,10 +363,22 @@ def generate(
         if owned:
             client.close()
         raise
-    pipeline, data = _collect(config, client, progress=progress, owned=owned)
-    engine = pipeline.engine
-    result = DatagenResult(
-        config=config,
+    pipeline, data = _collect(stages, client, progress=progress, owned=owned)
+    result = _result(pipeline.engine, data, client, stages, folder)
+    _finish(result, data, stages, started)
+    return result
+
+
+def _result(
+    engine: StageEngine,
+    data: Collected,
+    client: LLMClient,
+    stages: StageSettings,
+    folder: Path | None,
+) -> DatagenResult:
+    """The run's result before the world is built: the stages' accounting and the endpoint."""
+    return DatagenResult(
+        run=stages.run,
         complete=not engine.failures,
         world=None,
         output=folder,
@@ -386,12 +390,10 @@ def generate(
         backend=client.namespace,
         base_url=endpoint(client),
     )
-    _finish(result, data, pipeline.builder.models, started)
-    return result
 
 
 def _finish(
-    result: DatagenResult, data: Collected, models: dict[str, str], started: float
+    result: DatagenResult, data: Collected, stages: StageSettings, started: float
 ) -> None:
     """Build the world from what the stages collected and write the outputs (those of an
     incomplete or refused run: summary, malformed answers, failures).
@@ -404,7 +406,7 @@ def _finish(
         if result.complete:
             try:
                 result.world, tables = build_world(
-                    result.config, data, models, result.backend, result
+                    stages.world, data, stages.models(), result.backend, result
                 )
             except DatagenError as exc:
                 result.complete, result.refused = False, str(exc)

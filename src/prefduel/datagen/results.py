@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefduel.datagen.config import DatagenConfig
+from prefduel.datagen.settings import RunInfo
 from prefduel.llm.errors import endpoint_problem
 from prefduel.llm.stages import StageEstimate, StageReport
 from prefduel.worlds.world import World
@@ -32,9 +32,18 @@ def format_rate(calls: int, seconds: float) -> str:
 
 @dataclass
 class DatagenPlan:
-    """A dry run: per-stage estimates, before anything is spent."""
+    """A dry run: per-stage estimates, before anything is spent.
 
-    config: DatagenConfig
+    Attributes:
+        run: The run's name and sizes.
+        stages: Per-stage estimates.
+        currency: The price table's currency.
+        backend: The backend (``openai``, ``scripted``).
+        cache: The cache file read (None: no cache).
+        budget: The spending limit (None: none).
+    """
+
+    run: RunInfo
     stages: list[StageEstimate]
     currency: str
     backend: str
@@ -48,10 +57,10 @@ class DatagenPlan:
 
     def format(self) -> str:
         """The estimate as a text table."""
-        c = self.config
+        r = self.run
         lines = [
-            f"datagen dry run: {c.name} ({len(c.students)} students x {c.n_questions} questions "
-            f"x {c.K} personas, {c.samples} judge samples; backend {self.backend}; cache "
+            f"datagen dry run: {r.name} ({r.students} students x {r.questions} questions "
+            f"x {r.personas} personas, {r.samples} judge samples; backend {self.backend}; cache "
             f"{self.cache or 'none'})",
             f"{'stage':10s} {'calls':>10s} {'cached':>10s} {'to send':>10s} "
             f"{'prompt tok':>12s} {'compl. tok':>12s} {'est. cost':>12s}",
@@ -93,7 +102,7 @@ class DatagenPlan:
     def to_json(self) -> dict[str, Any]:
         """JSON-ready estimate."""
         return {
-            "config": self.config.name,
+            "config": self.run.name,
             "backend": self.backend,
             "cache": self.cache,
             "currency": self.currency,
@@ -108,7 +117,7 @@ class DatagenResult:
     """The outcome of `generate`.
 
     Attributes:
-        config: The config.
+        run: The run's name, sizes and the settings its summary records.
         complete: Whether every call has an answer and a world was built (False when calls
             failed, or when the answers were `refused`).
         world: The world (None when incomplete).
@@ -127,7 +136,7 @@ class DatagenResult:
             judge picks or usable questions); None otherwise.
     """
 
-    config: DatagenConfig
+    run: RunInfo
     complete: bool
     world: World | None
     output: Path | None
@@ -181,10 +190,10 @@ class DatagenResult:
 
     def _table(self) -> list[str]:
         """The title and the per-stage table (with a total row)."""
-        c = self.config
+        r = self.run
         lines = [
-            f"datagen {c.name}: {len(c.students)} students x {c.n_questions} questions x "
-            f"{c.K} personas, {c.samples} judge samples per condition",
+            f"datagen {r.name}: {r.students} students x {r.questions} questions x "
+            f"{r.personas} personas, {r.samples} judge samples per condition",
             f"{'stage':10s} {'calls':>9s} {'cached':>9s} {'sent':>9s} {'failed':>7s} "
             f"{'malformed':>9s} {'retries':>7s} {'tokens':>11s} {'cost':>10s} {'time':>8s} "
             f"{'calls/s':>8s}",

@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 
 from prefduel.core.rng import stream
-from prefduel.datagen.calls import QuestionSpec, RequestBuilder, question_bank
+from prefduel.datagen.calls import QuestionSpec
 from prefduel.datagen.config import DatagenConfig
 from prefduel.datagen.prompts import LABELS, TemplateParser, parse_question
+from prefduel.datagen.settings import split_config
 from prefduel.llm.request import LLMRequest, Message
 from prefduel.llm.scripted import Handler, request_rng
 
@@ -126,11 +127,11 @@ class ScriptedWorld:
         self._needs: dict[int, np.ndarray] = {}
         self._utilities: dict[tuple[int, str], np.ndarray] = {}
         self._noise: dict[tuple[int, str], np.ndarray] = {}
-        self.builder = RequestBuilder(config, scripted=True)
-        self.bank = question_bank(config)
+        questions = split_config(config, scripted=True).questions
+        self.bank = questions.bank()
         self._questions: dict[str, QuestionSpec] = {}
         for spec in self.bank:
-            text = parse_question(self.question(self.builder.question(spec)), spec.cue_text)
+            text = parse_question(self.question(questions.request(spec)), spec.cue_text)
             if text is not None:
                 self._questions.setdefault(text, spec)
 
