@@ -160,7 +160,7 @@ def test_keyboard_interrupt_exits_130(monkeypatch, toy_world, tmp_path, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "sweep", interrupted)
+    monkeypatch.setattr("prefduel.cli.grid_cmd.sweep", interrupted)
     assert main(_run(toy_world, tmp_path / "r.jsonl")) == 130
     err = capsys.readouterr().err
     assert "interrupted" in err and "finished rows are kept" in err and "resumes" in err

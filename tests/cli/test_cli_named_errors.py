@@ -141,9 +141,7 @@ def test_run_says_where_the_rows_went(toy_world, tmp_path, capsys):
 
 
 def test_seeds_beyond_the_protocol_are_run_with_a_note(tmp_path, capsys, monkeypatch):
-    from prefduel.cli import main as cli
-
-    monkeypatch.setattr(cli, "sweep", lambda *a, **k: [])
+    monkeypatch.setattr("prefduel.cli.grid_cmd.sweep", lambda *a, **k: [])
     args = ["run", "--worlds", "dev", "--seeds", "30-33", "--out", str(tmp_path / "r.jsonl")]
     assert main(args) == 0
     assert "note: dev is reported on seeds 0-31 in its protocol; 2 of the requested" in (
