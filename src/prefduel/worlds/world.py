@@ -238,24 +238,7 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
         if not p.is_file():
             hint = _roster_hint(given)
             raise WorldFormatError(f"stored world {path}: missing file {p.name}{hint}")
-    if meta_path.stat().st_size > MAX_META_BYTES:
-        raise WorldFormatError(
-            f"stored world {path}: world.json is larger than {MAX_META_BYTES >> 20} MiB; "
-            "is it a world file?"
-        )
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise WorldFormatError(
-            f"stored world {path}: world.json is not valid JSON ({exc})"
-        ) from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise WorldFormatError(f"stored world {path}: world.json is not a {FORMAT} file")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise WorldFormatError(
-            f"stored world {path}: format_version {meta.get('format_version')!r} is not supported "
-            f"(this prefduel reads version {FORMAT_VERSION})"
-        )
+    meta = _read_meta(meta_path, path)
     _check_recorded_size(meta, arr_path, path)
     try:
         with np.load(arr_path, allow_pickle=False) as data:
@@ -282,6 +265,29 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
         )
     world.validate(where=f"stored world {path}")
     return world if seed is None else replicate(world, seed)
+
+
+def _read_meta(meta_path: Path, path: Path) -> dict[str, Any]:
+    """``world.json``, checked for its size, its format and its format version."""
+    if meta_path.stat().st_size > MAX_META_BYTES:
+        raise WorldFormatError(
+            f"stored world {path}: world.json is larger than {MAX_META_BYTES >> 20} MiB; "
+            "is it a world file?"
+        )
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise WorldFormatError(
+            f"stored world {path}: world.json is not valid JSON ({exc})"
+        ) from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise WorldFormatError(f"stored world {path}: world.json is not a {FORMAT} file")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise WorldFormatError(
+            f"stored world {path}: format_version {meta.get('format_version')!r} is not supported "
+            f"(this prefduel reads version {FORMAT_VERSION})"
+        )
+    return meta
 
 
 #: Largest world.json read (students' and questions' texts of a world at `MAX_ARRIVALS`).
