@@ -25,6 +25,7 @@ from prefduel.runner.sweep import sweep
 from prefduel.stats.sections import StatsOptions, parse_names, stats_report, summary_report
 from prefduel.stats.table import FORMATS, format_table, summarize_rows
 from prefduel.worlds import ROSTERS, get_roster, world_kind
+from prefduel.worlds.spec import MAX_ASK_BUDGET, ask_label
 
 PROG = "prefduel"
 DEFAULT_POLICIES = "random,notransfer,pooled,coduel"
@@ -78,6 +79,25 @@ def parse_seeds(text: str) -> list[int]:
     return list(dict.fromkeys(seeds))
 
 
+def parse_budgets(text: str) -> list[int]:
+    """``"0,1,3"`` -> ``[0, 1, 3]``: the ask tracks of ``--ask-budget``.
+
+    Raises:
+        SpecError: naming a piece that is not a budget from 0 to `MAX_ASK_BUDGET`.
+    """
+    budgets = []
+    for piece in (p.strip() for p in text.split(",") if p.strip()):
+        if not piece.isdigit() or int(piece) > MAX_ASK_BUDGET:
+            raise SpecError(
+                f"--ask-budget: {piece!r} is not a number of questions from 0 to "
+                f"{MAX_ASK_BUDGET}; expected e.g. 0,1,3,5"
+            )
+        budgets.append(int(piece))
+    if not budgets:
+        raise SpecError(f"--ask-budget: no budget in {text!r}")
+    return list(dict.fromkeys(budgets))
+
+
 def default_jobs() -> int:
     """Number of CPUs this process may use."""
     try:
@@ -103,6 +123,14 @@ def _add_execution_options(parser: argparse.ArgumentParser) -> None:
         "--allow-test", action="store_true", help="allow the locked held-out test-* rosters"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--ask-budget",
+        default="0",
+        metavar="B[,B...]",
+        help="the ask tracks to run: preference questions a policy may ask each arrival, e.g. "
+        "0,1,3,5; each B > 0 is a world of its own, named WORLD+askB (default: 0, the "
+        "benchmark without questions)",
+    )
 
 
 
@@ -267,7 +295,9 @@ def cmd_worlds(args: argparse.Namespace, out: TextIO) -> int:
 def _sweep_args(args: argparse.Namespace, results: str) -> list[dict[str, Any]]:
     """Run the grid named by the shared ``run``/``leaderboard`` options into ``results``
     (on the Dask cluster of ``--scheduler`` if given)."""
-    worlds, policies = parse_names(args.worlds), split_specs(args.policies)
+    budgets = parse_budgets(args.ask_budget)
+    worlds = [ask_label(w, b) for w in parse_names(args.worlds) for b in budgets]
+    policies = split_specs(args.policies)
     seeds = parse_seeds(args.seeds)
     _note_seeds_beyond_protocol(worlds, seeds)
     cluster = (

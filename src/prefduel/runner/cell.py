@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
+import numbers
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,11 +22,13 @@ from prefduel.worlds.world import World
 
 @dataclass
 class Trajectory:
-    """What a policy did in one cell: shown pairs ``first``/``second`` and ``outcome`` (N x S)."""
+    """What a policy did in one cell: shown pairs ``first``/``second`` and ``outcome`` (N x S),
+    and on an ask track the questions it asked, ``(arrival, round, question)`` each."""
 
     first: np.ndarray
     second: np.ndarray
     outcome: np.ndarray
+    asked: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 def play(
@@ -59,10 +62,15 @@ def play(
     phi_all.flags.writeable = False  # a policy must not change what later policies see
     where = f"policy {label!r} on world {world.name!r}, seed {world.seed}"
     call = functools.partial(_call_policy, policy, where)
-    call("reset", rng, policy_context(n_arr, n_rounds, k, world.d))
+    call("reset", rng, _context(world))
+    asking = _Asking.of(world, policy, call, where)
+    asked: list[tuple[int, int, int]] = []
     for n in range(n_arr):
         call("start_student", arrival=n)
+        remaining = world.ask_budget
         for s in range(n_rounds):
+            if asking is not None and remaining:
+                remaining = asking.round(n, s, remaining, asked)
             phi = phi_all[n, s]
             raw = call("select", phi, arrival=n, rnd=s)
             try:
@@ -75,7 +83,57 @@ def play(
         call("end_student", arrival=n)
         if on_arrival is not None:
             on_arrival(n)
-    return Trajectory(first, second, outcome)
+    return Trajectory(first, second, outcome, asked)
+
+
+def _context(world: World) -> dict[str, Any]:
+    """The policy's context; on an ask track also ``ask_budget`` and the public ``questions``
+    (`prefduel.worlds.asking.AskQuestion.to_json`). Without a track it is unchanged."""
+    context = policy_context(world.N, world.S, world.K, world.d)
+    if world.ask_budget and world.asks is not None:
+        context["ask_budget"] = world.ask_budget
+        context["questions"] = [q.to_json() for q in world.asks.questions]
+    return context
+
+
+@dataclass
+class _Asking:
+    """The ask loop of one cell: before each round a policy with an ``ask`` method may spend
+    questions from the arrival's budget; each answer goes to its ``answer`` method."""
+
+    answers: np.ndarray
+    call: Callable[..., Any]
+    where: str
+
+    @classmethod
+    def of(cls, world: World, policy: Any, call: Callable[..., Any], where: str) -> _Asking | None:
+        """The loop, or None when the policy cannot ask or the world has no ask track."""
+        if not world.ask_budget or world.asks is None or not callable(getattr(policy, "ask", None)):
+            return None
+        if not callable(getattr(policy, "answer", None)):
+            raise PolicyError(f"{where}: a policy with ask() needs answer(question, value)")
+        return cls(world.asks.answers, call, where)
+
+    def round(self, n: int, s: int, remaining: int, asked: list[tuple[int, int, int]]) -> int:
+        """Ask until the policy returns None or the budget is spent; the budget left."""
+        while remaining:
+            question = self.call("ask", arrival=n, rnd=s)
+            if question is None:
+                break
+            q = _question_index(question, self.answers.shape[1], f"{self.where}, arrival {n}")
+            self.call("answer", q, int(self.answers[n, q]), arrival=n, rnd=s)
+            asked.append((n, s, q))
+            remaining -= 1
+        return remaining
+
+
+def _question_index(question: Any, count: int, where: str) -> int:
+    """Check what ``ask()`` returned: None (checked by the caller) or a question index."""
+    if isinstance(question, bool | np.bool_) or not isinstance(question, numbers.Integral):
+        raise PolicyError(f"{where}: ask() must return a question index or None, got {question!r}")
+    if not 0 <= int(question) < count:
+        raise PolicyError(f"{where}: ask() returned question {question} outside 0..{count - 1}")
+    return int(question)
 
 
 def _call_policy(
@@ -151,6 +209,8 @@ def run_cell(
     wall = time.perf_counter() - start
     fields = summarize(world, traj.first, traj.second)
     row = ResultRow.build("policy", world.name, world.seed, canonical, fields, wall).to_json()
+    if world.ask_budget:
+        row["asked"] = len(traj.asked)  # questions spent, for the priced score
     if keep_trajectory:
         row["trajectory"] = traj
     return row

@@ -15,13 +15,19 @@ generator and says which names it answers to; nothing else changes.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from prefduel.core.errors import LockedRosterError, SpecError, UnknownIdError
+from prefduel.core.errors import (
+    LockedRosterError,
+    SpecError,
+    UnknownIdError,
+    WorldFormatError,
+)
 from prefduel.worlds import tutorsim
 from prefduel.worlds.roster_file import load_roster_file, roster_file_label
 from prefduel.worlds.rosters import Roster, builtin_roster, is_roster, is_roster_file
@@ -69,6 +75,8 @@ class WorldSpec:
             ``allow_test=True``.
         roster: The roster (TutorSim worlds), else None.
         path: The stored world's folder, else None.
+        ask_budget: Preference questions a policy may ask each arrival: the benchmark's ask
+            track, written ``NAME+askB`` (``dev+ask2``); 0 is the benchmark without questions.
     """
 
     name: str
@@ -78,6 +86,7 @@ class WorldSpec:
     locked: bool = False
     roster: Roster | None = None
     path: Path | None = None
+    ask_budget: int = 0
 
     @property
     def version(self) -> int | None:
@@ -105,7 +114,14 @@ class WorldSpec:
         """
         self.check_allowed(allow_test)
         world = GENERATORS[self.generator].make(self, seed)
-        return world if world.roster == self.label else replace(world, roster=self.label)
+        if self.ask_budget and world.asks is None:
+            raise WorldFormatError(
+                f"world {self.label!r}: its generator gives no preference questions, so it has "
+                "no ask track; run it without +ask (or --ask-budget 0)"
+            )
+        if world.roster != self.label or world.ask_budget != self.ask_budget:
+            world = replace(world, roster=self.label, ask_budget=self.ask_budget)
+        return world
 
     def students(
         self, seed: int, *, allow_test: bool = False
@@ -134,6 +150,11 @@ def parse_world(name: str) -> WorldSpec:
     name = name.strip()
     if not name:
         raise SpecError("empty world name")
+    base, budget = split_ask_track(name)
+    if budget:
+        spec = parse_world(base)
+        return replace(spec, name=name, label=ask_label(spec.label, budget), ask_budget=budget)
+    name = base
     if is_roster_file(name):
         roster = Roster(**load_roster_file(name))
         label = roster_file_label(name)
@@ -143,6 +164,35 @@ def parse_world(name: str) -> WorldSpec:
         return WorldSpec(name, roster.label, "roster", "tutorsim", roster.locked, roster)
     label = _stored_label(name)
     return WorldSpec(name, label, "stored", "stored", path=Path(label))
+
+
+#: A world name on an ask track: ``NAME+askB``.
+_ASK_TRACK = re.compile(r"^(?P<base>.+)\+ask(?P<budget>\d+)$")
+#: Most questions a track may allow per arrival.
+MAX_ASK_BUDGET = 100
+
+
+def split_ask_track(name: str) -> tuple[str, int]:
+    """``("dev", 2)`` for ``dev+ask2``; ``(name, 0)`` for a name without a track.
+
+    Raises:
+        SpecError: a budget above `MAX_ASK_BUDGET`.
+    """
+    match = _ASK_TRACK.match(name.strip())
+    if match is None:
+        return name.strip(), 0
+    budget = int(match["budget"])
+    if budget > MAX_ASK_BUDGET:
+        raise SpecError(
+            f"world {name!r}: an ask budget of {budget} questions per arrival; at most "
+            f"{MAX_ASK_BUDGET}"
+        )
+    return match["base"], budget
+
+
+def ask_label(label: str, budget: int) -> str:
+    """The label of ``label``'s world on the ask track with ``budget`` questions."""
+    return f"{label}+ask{budget}" if budget else label
 
 
 def _is_stored(name: str) -> bool:
@@ -165,7 +215,7 @@ def _stored_label(name: str) -> str:
 def world_kind(name: str) -> Kind | None:
     """What a world name is (`WorldSpec.kind`), found without reading any file: None for a
     name that is no roster id, roster file or stored world's folder."""
-    name = name.strip()
+    name = split_ask_track(name)[0] if _ASK_TRACK.match(name.strip()) else name.strip()
     if is_roster_file(name):
         return "roster-file"
     if _is_stored(name):
@@ -176,6 +226,9 @@ def world_kind(name: str) -> Kind | None:
 def world_label(name: str) -> str:
     """The label result rows carry for a world name (`WorldSpec.label`), found without reading
     any file; a name that is nothing known labels itself (so a filter on it matches nothing)."""
+    match = _ASK_TRACK.match(name.strip())
+    if match is not None:
+        return ask_label(world_label(match["base"]), int(match["budget"]))
     name = name.strip()
     if is_roster_file(name):
         return roster_file_label(name)

@@ -37,6 +37,7 @@ import numpy as np
 
 from prefduel.core.btl import pairs_of, sigmoid
 from prefduel.core.rng import stream
+from prefduel.worlds.asking import AskBank, answer_bank, question_bank
 from prefduel.worlds.judging import (
     JUDGE_CONFIGS,
     JUDGE_LABEL,
@@ -320,8 +321,8 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams | None = No
     kinds = np.array([q["_k"] for q in bank])[qidx]  # (N, S)
 
     fit = need @ data.persona_style.T  # (Q, K): how well each persona suits each question
-    students, v = _latent_utilities(data, roster, prm, fit, qidx, kinds, rng("students"))
-    v = v + rng("utility-noise").normal(scale=prm.utility_noise, size=(n, s, k))
+    students, latent = _latent_utilities(data, roster, prm, fit, qidx, kinds, rng("students"))
+    v = latent + rng("utility-noise").normal(scale=prm.utility_noise, size=(n, s, k))
 
     prob = _judge(v, prm, rng("judge"))
     utility = bt_utilities(prob, ridge=prm.bt_ridge, scale=prm.bt_scale)
@@ -329,7 +330,9 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams | None = No
     if roster.students == "scrambled":
         perms = _scramble_permutations(n, k, rng("scramble"))
         utility, prob = _relabel(utility, prob, perms)
+        latent = np.take_along_axis(latent, perms[:, None, :], axis=2)
         _record_permutations(students, perms)
+    asks = _asks(data, prm, latent, kinds, rng("answers"))
 
     phi = np.concatenate([np.broadcast_to(np.eye(k), (n, s, k, k)), g[qidx][..., None]], axis=-1)
     return World(
@@ -350,7 +353,39 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams | None = No
             "params": asdict(prm),
             "style_dims": list(data.dims),
         },
+        asks=asks,
     )
+
+
+def _asks(
+    data: TutorSimData,
+    prm: TutorSimParams,
+    latent: np.ndarray,
+    kinds: np.ndarray,
+    rng: np.random.Generator,
+) -> AskBank:
+    """The world's preference questions and every arrival's answers (`answer_bank`), read off
+    the hidden latent utilities ``(N, S, K)`` before the per-round noise: the student's
+    profile (taste, cue following, quirks, persona offsets) met by the session's questions.
+
+    Args:
+        data: The TutorSim data (style dimensions, personas).
+        prm: The knobs (``judge_beta``, ``answer_noise``).
+        latent: ``(N, S, K)`` latent utilities.
+        kinds: ``(N, S)`` the kind of every round's question.
+        rng: The ``answers`` stream.
+    """
+    styles = list(zip(data.dims, data.dim_descriptions, strict=True))
+    names = [p.get("name", p["id"]) for p in data.personas]
+    questions = question_bank(styles, data.persona_style, names, KINDS)
+    v_bar = latent.mean(axis=1)
+    v_kind = {}
+    for index, kind in enumerate(KINDS):
+        mask = (kinds == index)[..., None]
+        count = np.maximum(mask.sum(axis=1), 1)
+        v_kind[kind] = np.where(mask, latent, 0.0).sum(axis=1) / count
+    answers = answer_bank(questions, v_bar, v_kind, prm.judge_beta, prm.answer_noise, rng)
+    return AskBank(questions, answers, prm.answer_noise)
 
 
 def _persona_table(data: TutorSimData) -> list[dict]:

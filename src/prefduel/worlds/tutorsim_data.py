@@ -83,6 +83,8 @@ class TutorSimParams:
     judge_samples: int = 4
     bt_ridge: float = 0.01
     bt_scale: float = 8.0
+    #: Noise of a preference question's answer, in units of one click's (`worlds.asking`).
+    answer_noise: float = 1.0
 
 
 DEFAULT_PARAMS = TutorSimParams()

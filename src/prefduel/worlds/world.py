@@ -39,6 +39,7 @@ import numpy as np
 
 from prefduel.core.errors import WorldFormatError
 from prefduel.core.rng import stream
+from prefduel.worlds.asking import AskBank
 from prefduel.worlds.rosters import is_roster, is_roster_file
 
 FORMAT = "prefduel-world"
@@ -65,6 +66,11 @@ class World:
     questions: list[dict[str, Any]] = field(default_factory=list)
     personas: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    #: Preference questions and the arrivals' hidden answers (`prefduel.worlds.asking`);
+    #: None for a world that cannot be asked.
+    asks: AskBank | None = None
+    #: Questions a policy may ask each arrival (the benchmark's ask track; 0: never asked).
+    ask_budget: int = 0
 
     @property
     def N(self) -> int:
@@ -159,6 +165,8 @@ class World:
             raise WorldFormatError(f"{where}: u must lie in [0, 1)")
         if np.abs(self.P + np.swapaxes(self.P, -1, -2) - 1).max() > 1e-9:
             raise WorldFormatError(f"{where}: P must satisfy P[a, b] + P[b, a] = 1")
+        if self.asks is not None:
+            self.asks.validate(n, k, where)
         if self.P.min() < 0 or self.P.max() > 1:
             raise WorldFormatError(f"{where}: P must lie in [0, 1]")
         if self.students and not 0 <= self.student_index.min() <= self.student_index.max() < len(
@@ -208,6 +216,8 @@ class World:
             "info": self.info,
             "sha256": {k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in arrays.items()},
         }
+        if self.asks is not None:
+            meta["asks"] = self.asks.to_json()
         np.savez(path / "arrays.npz", **arrays)
         (path / "world.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
         return path
@@ -256,7 +266,8 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
                 f"stored world {path}: array {name} does not match its recorded sha256 "
                 "(corrupt file)"
             )
-    world = World(**_metadata_fields(meta, path), **arrays)
+    asks = AskBank.from_json(meta["asks"], f"stored world {path}") if "asks" in meta else None
+    world = World(**_metadata_fields(meta, path), **arrays, asks=asks)
     shape = meta.get("shape")
     actual = {"N": world.N, "S": world.S, "K": world.K, "d": world.d}
     if shape != actual:
@@ -395,4 +406,6 @@ def replicate(world: World, seed: int) -> World:
         questions=world.questions,
         personas=world.personas,
         info={**world.info, "replicate_of_seed": world.seed},
+        asks=world.asks.reordered(order) if world.asks is not None else None,
+        ask_budget=world.ask_budget,
     )
