@@ -26,6 +26,36 @@ def test_example_config_loads():
     assert all(q.example for q in bank)  # TutorSim's topics carry example questions
 
 
+
+def test_each_stage_gets_its_own_part_of_the_config(tmp_path):
+    data = tiny_mapping(
+        judge={"mode": "logprobs", "top_logprobs": 3, "min_valid": 0.7},
+        retries={"rater": 5},
+        rater={"scale": [0, 4]},
+        bt={"ridge": 0.5},
+        prompts={"answer_user": "Please answer: {question}"},
+        models={"default": "m-default", "judge": "m-judge"},
+    )
+    config = load_config(_write(tmp_path, data))
+    stages = split_config(config)
+    assert len(stages.questions.bank()) == config.n_questions == 6
+    assert stages.answers.user == "Please answer: {question}"
+    assert [p.id for p in stages.answers.personas] == list(stages.judge.persona_ids)
+    assert stages.rater.scale == (0.0, 4.0) and stages.rater.calls.tries == 6
+    judge = stages.judge
+    assert (judge.mode, judge.top_logprobs, judge.samples) == ("logprobs", 3, 1)
+    assert [s.id for s in judge.students] == ["math_major", "anxious_high_schooler"]
+    world = stages.world
+    assert (world.min_valid, world.bt_ridge, world.arrivals, world.rounds) == (0.7, 0.5, 8, 6)
+    assert stages.models() == {
+        "question": "m-default", "answer": "m-default", "rater": "m-default", "judge": "m-judge"
+    }
+    assert (stages.run.students, stages.run.questions, stages.run.personas) == (2, 6, 6)
+    assert stages.run.record == config.to_json()
+    scripted = split_config(config, scripted=True)
+    assert len(set(scripted.models().values())) == 1  # the scripted truth's fingerprint
+    assert scripted.judge.students == judge.students
+
 def _write(tmp_path, data, name="cfg.yaml"):
     path = tmp_path / name
     path.write_text(yaml.safe_dump(data))
