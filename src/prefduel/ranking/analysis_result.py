@@ -7,12 +7,15 @@ All three are re-exported by `prefduel.ranking.analysis`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import Field
 from scipy import stats
 
 from prefduel import __version__
+from prefduel.core.rng import SEED_LIMIT
+from prefduel.core.schema import Integer, Real, Text, frozen_dataclass
 from prefduel.ranking.battles import Battles
 from prefduel.ranking.bt import DEFAULT_RIDGE, BTFit
 from prefduel.ranking.elo import MAX_K, PAPER_K
@@ -50,9 +53,10 @@ MAX_SETTINGS: dict[str, int] = {
 MAX_RIDGE = 1000.0
 
 
-@dataclass(frozen=True)
+@frozen_dataclass(error=RankingError, path="RankConfig", keys="settings")
 class RankConfig:
-    """Settings of `analyze` (frozen, JSON-serializable; stored in every report).
+    """Settings of `analyze` (frozen, JSON-serializable; stored in every report), each
+    declared with its type and bounds and checked by the schema layer (`prefduel.core.schema`).
 
     Attributes:
         k: Elo K-factor (paper 32, Arena 4).
@@ -83,58 +87,26 @@ class RankConfig:
             hierarchical estimates ("which estimate to trust").
     """
 
-    k: float = PAPER_K
-    min_votes: int = DEFAULT_MIN_VOTES
-    bt_mode: str = "mle"
-    ridge: float = DEFAULT_RIDGE
-    seed: int = 0
-    bootstrap: int = 100
-    elo_bootstrap_cells: int = 20_000_000
+    k: Annotated[Real, Field(gt=0, le=MAX_K)] = PAPER_K
+    min_votes: Annotated[Integer, Field(ge=1, le=MAX_SETTINGS["min_votes"])] = DEFAULT_MIN_VOTES
+    bt_mode: Literal[PERSONAL_BT_MODES] = "mle"  # type: ignore[valid-type]
+    ridge: Annotated[Real, Field(gt=0, le=MAX_RIDGE)] = DEFAULT_RIDGE
+    seed: Annotated[Integer, Field(ge=0, lt=SEED_LIMIT)] = 0
+    bootstrap: Annotated[Integer, Field(ge=0, le=MAX_SETTINGS["bootstrap"])] = 100
+    elo_bootstrap_cells: Annotated[Integer, Field(ge=0)] = 20_000_000
     features: bool = True
-    n_topics: int = 10
-    topic_backend: str = "lda"
-    style_backend: str = "handcrafted"
-    embed_model: str | None = None
-    meta_styles: int = 6
-    meta_method: str = "pca"
-    style_clusters: int = 3
-    members: int = 10
-    folds: int = 5
+    n_topics: Annotated[Integer, Field(ge=2, le=MAX_SETTINGS["n_topics"])] = 10
+    topic_backend: Literal[TOPIC_BACKENDS] = "lda"  # type: ignore[valid-type]
+    style_backend: Literal[STYLE_BACKENDS] = "handcrafted"  # type: ignore[valid-type]
+    embed_model: Text | None = None
+    meta_styles: Annotated[Integer, Field(ge=1, le=MAX_SETTINGS["meta_styles"])] = 6
+    meta_method: Literal[REDUCERS] = "pca"  # type: ignore[valid-type]
+    style_clusters: Annotated[Integer, Field(ge=1, le=MAX_SETTINGS["style_clusters"])] = 3
+    members: Annotated[Integer, Field(ge=1, le=MAX_SETTINGS["members"])] = 10
+    folds: Annotated[Integer, Field(ge=2, le=MAX_SETTINGS["folds"])] = 5
     shuffle_control: bool = True
-    elo_orders: int = 0
-    holdout_folds: int = 5
-
-    def __post_init__(self) -> None:
-        checks = [
-            (bool(0 < self.k <= MAX_K), f"k must be in (0, {MAX_K:g}], got {self.k}"),
-            (self.min_votes >= 1, f"min_votes must be >= 1, got {self.min_votes}"),
-            (
-                self.bt_mode in PERSONAL_BT_MODES,
-                f"bt_mode must be one of {PERSONAL_BT_MODES}, got {self.bt_mode!r}",
-            ),
-            (
-                bool(0 < self.ridge <= MAX_RIDGE),
-                f"ridge must be in (0, {MAX_RIDGE:g}], got {self.ridge}",
-            ),
-            (self.bootstrap >= 0, f"bootstrap must be >= 0, got {self.bootstrap}"),
-            (self.n_topics >= 2, f"n_topics must be >= 2, got {self.n_topics}"),
-            (self.topic_backend in TOPIC_BACKENDS, f"topic backend: one of {TOPIC_BACKENDS}"),
-            (self.style_backend in STYLE_BACKENDS, f"style backend: one of {STYLE_BACKENDS}"),
-            (self.meta_method in REDUCERS, f"meta-style method: one of {REDUCERS}"),
-            (self.meta_styles >= 1, f"meta_styles must be >= 1, got {self.meta_styles}"),
-            (self.style_clusters >= 1, f"style_clusters must be >= 1, got {self.style_clusters}"),
-            (self.members >= 1, f"members must be >= 1, got {self.members}"),
-            (self.folds >= 2, f"folds must be >= 2, got {self.folds}"),
-            (self.elo_orders >= 0, f"elo_orders must be >= 0, got {self.elo_orders}"),
-            (self.holdout_folds >= 2, f"holdout_folds must be >= 2, got {self.holdout_folds}"),
-        ]
-        checks += [
-            (getattr(self, name) <= high, f"{name} must be <= {high:,}, got {getattr(self, name)}")
-            for name, high in MAX_SETTINGS.items()
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise RankingError(message)
+    elo_orders: Annotated[Integer, Field(ge=0, le=MAX_SETTINGS["elo_orders"])] = 0
+    holdout_folds: Annotated[Integer, Field(ge=2, le=MAX_SETTINGS["holdout_folds"])] = 5
 
     def to_dict(self) -> dict[str, Any]:
         """Settings as a JSON-serializable dict."""
