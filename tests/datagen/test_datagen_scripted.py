@@ -153,3 +153,16 @@ def test_the_largest_allowed_knobs_make_a_world(tmp_path):
     assert result.complete, result.summary()
     world = load_world(tmp_path / "world")
     assert np.isfinite(world.P).all() and np.isfinite(world.U).all()
+
+
+def test_the_scripted_fingerprint_holds_exactly_the_knobs_the_scripted_roles_read():
+    """A TutorSim knob the scripted roles do not read must not make every cache stale."""
+    import re
+    from pathlib import Path
+
+    from prefduel.datagen import scripted
+    from prefduel.datagen.settings import SCRIPTED_KNOBS
+
+    source = Path(scripted.__file__).read_text(encoding="utf-8")
+    read = set(re.findall(r"\bprm\.([a-z_]+)", source))
+    assert read == set(SCRIPTED_KNOBS)

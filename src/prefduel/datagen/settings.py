@@ -122,6 +122,28 @@ class StageSettings:
         return {c.role: c.model for c in self.calls()}
 
 
+#: The TutorSim knobs the scripted roles read (`prefduel.datagen.scripted`): only these enter
+#: the scripted model's fingerprint, so a knob added to TutorSim for something else (the
+#: answer noise of preference questions) leaves every scripted cache valid.
+SCRIPTED_KNOBS = (
+    "cue_strength",
+    "judge_beta",
+    "judge_label",
+    "judge_noise",
+    "judge_position",
+    "ncenter",
+    "persona_offset",
+    "question_noise",
+    "quirk_strength",
+    "rater_bias",
+    "rater_dim_error",
+    "rater_noise",
+    "taste_scale",
+    "topic_noise",
+    "utility_noise",
+)
+
+
 def scripted_model_name(config: DatagenConfig) -> str:
     """``scripted/<12 hex>``: the model name of scripted requests, a fingerprint of everything
     the scripted answers depend on besides the prompt (seed, style/need/taste values, quirks,
@@ -136,7 +158,7 @@ def scripted_model_name(config: DatagenConfig) -> str:
         "quirks": [dataclasses.asdict(q) for q in config.quirks],
         "students": [dataclasses.asdict(s) for s in config.students],
         "scripted": {
-            **dataclasses.asdict(config.scripted.params),
+            **{knob: getattr(config.scripted.params, knob) for knob in SCRIPTED_KNOBS},
             "rater_gain": config.scripted.rater_gain,
             "judge_malformed": config.scripted.judge_malformed,
             "rater_malformed": config.scripted.rater_malformed,
