@@ -24,10 +24,12 @@ from prefduel.prefdisco import (
     score_transcript,
     scripted_handlers,
 )
-from prefduel.prefdisco.dataset import pair_instances
-from prefduel.prefdisco.episodes import EpisodeContext, EpisodeKey
-from prefduel.prefdisco.interview_belief import Belief, Candidate, Evidence
-from prefduel.prefdisco.interview_prior import (
+from prefduel.prefdisco.dataset.folder import pair_instances
+from prefduel.prefdisco.dataset.preferences import sample_profiles
+from prefduel.prefdisco.episode.episodes import EpisodeContext, EpisodeKey
+from prefduel.prefdisco.episode.judging import JudgeContext
+from prefduel.prefdisco.interviewer.belief import Belief, Candidate, Evidence
+from prefduel.prefdisco.interviewer.prior import (
     DomainPrior,
     PriorConfig,
     check_disjoint,
@@ -37,14 +39,12 @@ from prefduel.prefdisco.interview_prior import (
     save_prior,
     valid_states,
 )
-from prefduel.prefdisco.interview_replies import (
+from prefduel.prefdisco.interviewer.replies import (
     read_reply,
     scripted_phrase_handler,
     template_question,
 )
-from prefduel.prefdisco.interviewer import InterviewerConfig, run_interview
-from prefduel.prefdisco.judging import JudgeContext
-from prefduel.prefdisco.preferences import sample_profiles
+from prefduel.prefdisco.interviewer.strategy import InterviewerConfig, run_interview
 
 TAX = load_taxonomy()
 TASKS = builtin_tasks()
@@ -190,9 +190,7 @@ def test_the_follow_up_question_depends_on_the_answer(prior):
     assert len(follow_ups) > 1
 
 
-def test_the_follow_up_check_alters_the_first_reply_and_compares_the_next_question(
-    prior, study
-):
+def test_the_follow_up_check_alters_the_first_reply_and_compares_the_next_question(prior, study):
     _, profiles = study
     context = _context(profiles)
     results = [asyncio.run(run_interview(_key(i), context, prior)) for i in profiles]

@@ -19,12 +19,12 @@ from prefduel.prefdisco import (
     default_handlers,
     load_config,
     load_dataset,
-    prompts,
     run_study,
     server_answer,
 )
-from prefduel.prefdisco.estimate import estimate_run
-from prefduel.prefdisco.interviewer import STOP_REASONS
+from prefduel.prefdisco.episode import prompts
+from prefduel.prefdisco.interviewer.strategy import STOP_REASONS
+from prefduel.prefdisco.study.estimate import estimate_run
 
 KEY_ENV = "PREFDUEL_INTERVIEWER_TEST_KEY"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pb_prefdisco_helpers import run_cli
 
-from prefduel.prefdisco import pipeline
+from prefduel.prefdisco.study import pipeline
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_a_task_limit_in_the_config_is_bounded(tmp_path, no_work):
 
 
 def test_too_many_instances_are_refused_before_any_persona_is_drawn(tmp_path, monkeypatch):
-    from prefduel.prefdisco import dataset
+    from prefduel.prefdisco.dataset import folder as dataset
 
     def refuse(*args, **kwargs):
         raise AssertionError("personas were drawn before the instances were counted")

@@ -10,7 +10,7 @@ from pb_prefdisco_helpers import run_cli, small_config
 
 from prefduel.llm import read_call_log
 from prefduel.prefdisco import RunConfig, load_dataset
-from prefduel.prefdisco.episodes import EpisodeKey, answer_request
+from prefduel.prefdisco.episode.episodes import EpisodeKey, answer_request
 
 LOGS = ("llm-cache.sqlite", "llm-cache.sqlite-wal", "llm-cache.sqlite-shm", "llm-calls.jsonl")
 
@@ -158,7 +158,7 @@ def test_library_api_example(tmp_path, monkeypatch):
     import prefduel.prefdisco as prefdisco
 
     doc = prefdisco.__doc__
-    code = doc[doc.index("from prefduel.prefdisco import") : doc.index("Modules:")]
+    code = doc[doc.index("from prefduel.prefdisco import") : doc.index("The package is in rooms")]
     code = "\n".join(line[4:] if line.startswith("    ") else line for line in code.splitlines())
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}

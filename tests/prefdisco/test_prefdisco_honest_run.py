@@ -15,7 +15,7 @@ from pb_prefdisco_helpers import run_cli, tiny_study
 from prefduel.llm import LLMClient, ScriptedBackend
 from prefduel.llm.request import LLMResponse
 from prefduel.prefdisco import RoleClients, default_handlers, run_study
-from prefduel.prefdisco.pipeline import estimate_run
+from prefduel.prefdisco.study.pipeline import estimate_run
 
 _dataset = tiny_study
 

@@ -17,8 +17,8 @@ from prefduel.prefdisco import (
     sample_profile,
     score_transcript,
 )
-from prefduel.prefdisco.judging import JudgeContext
-from prefduel.prefdisco.prompts import parse_score, parse_verdict
+from prefduel.prefdisco.episode.judging import JudgeContext
+from prefduel.prefdisco.episode.prompts import parse_score, parse_verdict
 
 TAX = load_taxonomy()
 TASK = next(t for t in builtin_tasks() if t.id == "builtin-math-2")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from prefduel.prefdisco import Task, builtin_tasks, match_answer
-from prefduel.prefdisco.matching import extract_final_answer, parse_number
+from prefduel.prefdisco.episode.matching import extract_final_answer, parse_number
 
 MC = Task(
     "mc",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pb_prefdisco_helpers import run_cli
 
-from prefduel.prefdisco import pipeline
+from prefduel.prefdisco.study import pipeline
 
 SMALL = ["--personas", "2", "--per-task", "1", "--limit", "1"]
 #: A path whose folder cannot be created, even by root (``/proc`` takes no new entries).
@@ -100,7 +100,7 @@ def finished(dataset, tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("where", ["file", "uncreatable", "report.md is a folder"])
 def test_report_checks_its_folder_before_building(finished, tmp_path, monkeypatch, where):
-    from prefduel.prefdisco import report
+    from prefduel.prefdisco.report import build as report
 
     def refuse(*args, **kwargs):
         raise AssertionError("the report was built before its folder was checked")

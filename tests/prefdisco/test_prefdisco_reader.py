@@ -19,9 +19,9 @@ from prefduel.prefdisco import (
     default_handlers,
     run_study,
 )
-from prefduel.prefdisco.prompts import ASK_FORMAT
-from prefduel.prefdisco.report import render_markdown
-from prefduel.prefdisco.report_render import OFFLINE_NOTE
+from prefduel.prefdisco.episode.prompts import ASK_FORMAT
+from prefduel.prefdisco.report.build import render_markdown
+from prefduel.prefdisco.report.render import OFFLINE_NOTE
 
 
 def _rows(folder, name):
@@ -102,9 +102,7 @@ def test_finish_reasons_are_kept_and_summarised(tmp_path):
     assert "finish reasons: answer: stop 6; ask: length 10; judge: stop" in md
 
 
-PRICES = PriceTable(
-    {"scripted-ask3": ModelPrice(1.0, 4.0), "scripted-judge": ModelPrice(0.5, 2.0)}
-)
+PRICES = PriceTable({"scripted-ask3": ModelPrice(1.0, 4.0), "scripted-judge": ModelPrice(0.5, 2.0)})
 
 
 def test_cost_per_episode_model_and_condition(tmp_path):

@@ -10,7 +10,7 @@ from html import escape
 import pytest
 
 from prefduel.prefdisco.config import ReportConfig
-from prefduel.prefdisco.report import (
+from prefduel.prefdisco.report.build import (
     REPORT_FORMAT,
     build_document,
     build_report,
@@ -138,7 +138,7 @@ def test_a_model_name_longer_than_a_file_name_still_gets_its_figures(tmp_path):
 
 def test_the_report_format_and_public_names_stay_importable_from_report():
     import prefduel.prefdisco as prefdisco
-    import prefduel.prefdisco.report as report
+    import prefduel.prefdisco.report.build as report
 
     assert REPORT_FORMAT == "prefduel/prefdisco-report/1"
     assert prefdisco.write_report is report.write_report

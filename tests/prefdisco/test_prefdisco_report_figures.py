@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from prefduel.prefdisco.report_figures import norm_align_bars, questions_scatter
+from prefduel.prefdisco.report.figures import norm_align_bars, questions_scatter
 
 SVG = "{http://www.w3.org/2000/svg}"
 FONT = "DejaVu Sans"  # a wide common sans-serif: a label that fits in it fits in most

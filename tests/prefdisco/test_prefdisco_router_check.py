@@ -12,13 +12,13 @@ from pb_prefdisco_helpers import run_cli
 
 from prefduel.llm import LLMClient, ScriptedBackend
 from prefduel.prefdisco import KeywordRouter, RunConfig, build_report, load_taxonomy
-from prefduel.prefdisco.report import render_markdown
-from prefduel.prefdisco.router_check import (
+from prefduel.prefdisco.episode.router_check import (
     RouterQuestion,
     choose_router,
     load_router_questions,
     router_accuracy,
 )
+from prefduel.prefdisco.report.build import render_markdown
 
 TAX = load_taxonomy()
 QUESTIONS = load_router_questions(taxonomy=TAX)
@@ -119,9 +119,10 @@ def test_every_report_names_the_router_and_its_misroute_rate(tmp_path):
     assert "- router: keyword (misroute rate not measured)." in old
     # the offline demo: the command line and the page both say which router and how it does
     study = tmp_path / "study"
-    assert run_cli(["generate", str(study), "--personas", "2", "--per-task", "1", "--limit", "2"])[
-        0
-    ] == 0
+    assert (
+        run_cli(["generate", str(study), "--personas", "2", "--per-task", "1", "--limit", "2"])[0]
+        == 0
+    )
     status, out, _ = run_cli(["run", str(study), "--no-progress"])
     assert status == 0 and "router: keyword (auto; on " in out and "misroute rate" in out
     status, out, _ = run_cli(["report", str(study), "--bootstrap", "0"])

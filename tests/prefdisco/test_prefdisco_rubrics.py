@@ -9,7 +9,7 @@ import pytest
 
 from prefduel.llm import LLMClient, ScriptedBackend
 from prefduel.prefdisco import build_rubrics, load_taxonomy, refine_rubrics, template_rubric
-from prefduel.prefdisco.rubrics import load_rubrics, save_rubrics, validate_anchors
+from prefduel.prefdisco.dataset.rubrics import load_rubrics, save_rubrics, validate_anchors
 
 TAX = load_taxonomy()
 

@@ -20,13 +20,13 @@ from prefduel.prefdisco import (
     sample_profile,
     save_personas,
 )
-from prefduel.prefdisco.personas import (
+from prefduel.prefdisco.dataset.personas import (
     BIG_FIVE,
     big_five_distance,
     load_persona_space,
     trait_vector,
 )
-from prefduel.prefdisco.preferences import (
+from prefduel.prefdisco.dataset.preferences import (
     Preference,
     PreferenceProfile,
     _value,

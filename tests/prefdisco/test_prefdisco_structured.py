@@ -16,7 +16,7 @@ from prefduel.llm.prices import UnknownModelPriceWarning
 from prefduel.llm.testserver import OpenAITestServer
 from prefduel.prefdisco import RoleClients, default_handlers, run_study, server_answer
 from prefduel.prefdisco.config import PrefDiscoConfig
-from prefduel.prefdisco.pipeline import estimate_run
+from prefduel.prefdisco.study.pipeline import estimate_run
 
 KEY_ENV = "PREFDUEL_PREFDISCO_STRUCTURED_KEY"
 STRUCTURED = {"judge_structured": "auto", "grader_structured": "json_schema"}
@@ -65,9 +65,7 @@ def _http_run(study, tmp_path, monkeypatch, mode):
 
 def _formats(received, system):
     return [
-        b.get("response_format")
-        for b in received
-        if b["messages"][0]["content"].startswith(system)
+        b.get("response_format") for b in received if b["messages"][0]["content"].startswith(system)
     ]
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from prefduel.prefdisco import KeywordRouter, TaxonomyError, load_taxonomy
-from prefduel.prefdisco.taxonomy import FAMILIES, taxonomy_from_json
+from prefduel.prefdisco.dataset.taxonomy import FAMILIES, taxonomy_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ("taxonomy.yaml", "persona_space.yaml", "tasks.yaml")

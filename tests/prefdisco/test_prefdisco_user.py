@@ -17,7 +17,7 @@ from prefduel.prefdisco import (
     sample_personas,
     sample_profile,
 )
-from prefduel.prefdisco.user import Route
+from prefduel.prefdisco.episode.user import Route
 
 TAX = load_taxonomy()
 TASKS = builtin_tasks()

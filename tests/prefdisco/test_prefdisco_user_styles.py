@@ -20,12 +20,12 @@ from prefduel.prefdisco import (
     sample_personas,
     sample_profile,
 )
-from prefduel.prefdisco.scripted import ScriptedWorld
-from prefduel.prefdisco.user import (
+from prefduel.prefdisco.episode.user import (
     Route,
     importance_level,
     is_importance_question,
 )
+from prefduel.prefdisco.study.scripted import ScriptedWorld
 
 TAX = load_taxonomy()
 PERSONAS, _ = sample_personas(4, 3)

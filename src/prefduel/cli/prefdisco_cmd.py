@@ -229,8 +229,8 @@ def _generate_config(args: argparse.Namespace) -> Any:
 
 def cmd_generate(args: argparse.Namespace, out: Any) -> int:
     """Write the dataset folder."""
-    from prefduel.prefdisco.pipeline import generate_from_config
-    from prefduel.prefdisco.study import calls_line
+    from prefduel.prefdisco.study.pipeline import generate_from_config
+    from prefduel.prefdisco.study.run_folder import calls_line
 
     config = _generate_config(args)
     generate = config.generate
@@ -283,7 +283,7 @@ def _run_config(args: argparse.Namespace, dataset: Any) -> Any:
 
 
 def _estimate_text(estimate: dict[str, Any]) -> str:
-    from prefduel.prefdisco.study import money
+    from prefduel.prefdisco.study.run_folder import money
 
     unpriced = estimate["unpriced"]
     currency = estimate["currency"]
@@ -315,7 +315,7 @@ def failure_lines(failed: Sequence[tuple[str, str]], shown: int = 5) -> list[str
 
 def router_line(check: Mapping[str, Any]) -> str:
     """The router a run used and how each measured router did on the labelled questions."""
-    from prefduel.prefdisco.report_text import router_text
+    from prefduel.prefdisco.report.text import router_text
 
     return router_text(check)
 
@@ -323,8 +323,8 @@ def router_line(check: Mapping[str, Any]) -> str:
 def cmd_run(args: argparse.Namespace, out: Any) -> int:
     """Run and score every episode; print counts and costs."""
     from prefduel.prefdisco.errors import EpisodeError
-    from prefduel.prefdisco.pipeline import estimate_run, load_dataset, run_from_config
-    from prefduel.prefdisco.study import calls_line
+    from prefduel.prefdisco.study.pipeline import estimate_run, load_dataset, run_from_config
+    from prefduel.prefdisco.study.run_folder import calls_line
 
     dataset = load_dataset(args.folder)
     config = _run_config(args, dataset)
@@ -387,8 +387,8 @@ def _report_settings(args: argparse.Namespace, folder: Path) -> Any:
 def cmd_report(args: argparse.Namespace, out: Any) -> int:
     """Write report.md, report.html and report.json (the folder checked before the report is
     built)."""
-    from prefduel.prefdisco.report import build_report, load_run, write_report
-    from prefduel.prefdisco.report_render import report_paths
+    from prefduel.prefdisco.report.build import build_report, load_run, write_report
+    from prefduel.prefdisco.report.render import report_paths
 
     folder = Path(args.folder)
     rows, run = load_run(folder)
@@ -408,7 +408,7 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
     condition and NormAlign (an undefined one with its reason) on n instances, then questions,
     disclosure, stop reasons and the follow-up change rate; warnings, the simulated user's
     style, the router, and whether the run was offline."""
-    from prefduel.prefdisco.report_text import (
+    from prefduel.prefdisco.report.text import (
         OFFLINE_NOTE,
         instances_text,
         label_of,

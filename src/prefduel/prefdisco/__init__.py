@@ -23,17 +23,26 @@ and discovery recall. ::
     rows, run = load_run("study")
     write_report(build_report(rows, config.report, run=run), "study/report")
 
-Modules: `taxonomy` (Θ), `persona_space`, `personas`, `preferences` (sparse profiles),
-`rubrics`, `tasks` (loaders and the built-in set), `matching` (accuracy
-rules), `routing` (keyword and LLM routers), `router_check` (their accuracy on labelled
-questions, ``router: auto``), `user` (the passive user: importance levels, terse and vague
-styles), `prompts`, `episodes` (the ask strategy), the Bayesian interviewer strategy
-(`interviewer`, with `interview_prior`, `interview_belief`, `interview_replies` and
-`interview_config`), `follow_up` (the counterfactual follow-up check), `judging`, `metrics`
-(pure), `calls` (each episode's calls and cost), `pipeline` (`generate_dataset`, `run_study`,
-built on `dataset`, `study` and `clients`), `estimate` (the dry run), `report` (data) with
-`report_render`, `report_text` and `report_figures`, `scripted` (offline roles), `config`,
-`store`.
+The package is in rooms; each imports only itself and the rooms listed before it:
+
+* the base modules: `config` (the study's YAML sections; `interview_config` holds the
+  interviewer's), `errors`, `store` (JSON Lines files);
+* `dataset`: `taxonomy` (Θ), `persona_space`, `personas`, `preferences` (sparse profiles),
+  `tasks` (loaders and the built-in set), `answers` (reading a short answer), `rubrics`,
+  `prompts` (the generation prompts), `writer` (the optional LLM stages: backstories and
+  refined rubrics) and `folder` (the dataset folder: sampled, written, loaded);
+* `episode`: `prompts`, `routing` (keyword and LLM routers), `router_check` (their accuracy on
+  labelled questions, ``router: auto``), `user` (the passive user: importance levels, terse and
+  vague styles), `follow_up` (the counterfactual follow-up check), `episodes` (the ask
+  strategy), `matching` (accuracy rules), `judging` and `metrics` (pure);
+* `interviewer`: the Bayesian interviewer strategy (`strategy`, with `prior`, `belief` and
+  `replies`);
+* `report`: `rows` (the run's rows checked on read), `build` (the report's data) with
+  `render`, `text` and `figures`;
+* `study`: `pipeline` (`generate_dataset`, `run_study`), `run_folder`, `clients`, `calls` (each
+  episode's calls and cost), `estimate` (the dry run) and `scripted` (offline roles).
+
+The public names (`__all__`) are importable from here, wherever they live.
 """
 
 from __future__ import annotations
@@ -44,10 +53,50 @@ from prefduel.prefdisco.config import (
     PrefDiscoConfig,
     ReportConfig,
     RunConfig,
+    SparsityConfig,
     TaskSource,
     load_config,
 )
-from prefduel.prefdisco.episodes import EpisodeKey, Transcript, run_episode
+from prefduel.prefdisco.dataset.folder import Dataset, load_dataset, load_task_sources
+from prefduel.prefdisco.dataset.personas import (
+    Persona,
+    load_personas,
+    sample_personas,
+    save_personas,
+    trait_vector,
+)
+from prefduel.prefdisco.dataset.preferences import Preference, PreferenceProfile, sample_profile
+from prefduel.prefdisco.dataset.rubrics import (
+    Rubric,
+    build_rubrics,
+    template_rubric,
+)
+from prefduel.prefdisco.dataset.tasks import Task, builtin_tasks, load_tasks
+from prefduel.prefdisco.dataset.taxonomy import Attribute, Taxonomy, load_taxonomy
+from prefduel.prefdisco.dataset.writer import enrich_personas, refine_rubrics
+from prefduel.prefdisco.episode.episodes import EpisodeKey, Transcript, run_episode
+from prefduel.prefdisco.episode.judging import ScoreRow, score_transcript
+from prefduel.prefdisco.episode.matching import Match, match_answer
+from prefduel.prefdisco.episode.metrics import (
+    discovery_recall,
+    norm_align,
+    norm_align_ci,
+    pref_align,
+    trend,
+)
+from prefduel.prefdisco.episode.router_check import (
+    RouterAccuracy,
+    RouterQuestion,
+    load_router_questions,
+    router_accuracy,
+)
+from prefduel.prefdisco.episode.user import (
+    USER_STYLES,
+    KeywordRouter,
+    LLMRouter,
+    PassiveUser,
+    Route,
+)
 from prefduel.prefdisco.errors import (
     ConfigError,
     DatasetError,
@@ -57,51 +106,10 @@ from prefduel.prefdisco.errors import (
     TaskFormatError,
     TaxonomyError,
 )
-from prefduel.prefdisco.judging import ScoreRow, score_transcript
-from prefduel.prefdisco.matching import Match, match_answer
-from prefduel.prefdisco.metrics import (
-    discovery_recall,
-    norm_align,
-    norm_align_ci,
-    pref_align,
-    trend,
-)
-from prefduel.prefdisco.personas import (
-    Persona,
-    enrich_personas,
-    load_personas,
-    sample_personas,
-    save_personas,
-    trait_vector,
-)
-from prefduel.prefdisco.pipeline import (
-    Dataset,
-    RoleClients,
-    clients_from_config,
-    default_handlers,
-    generate_dataset,
-    load_dataset,
-    load_task_sources,
-    run_study,
-)
-from prefduel.prefdisco.preferences import (
-    Preference,
-    PreferenceProfile,
-    SparsityConfig,
-    sample_profile,
-)
-from prefduel.prefdisco.report import build_report, load_run, write_report
-from prefduel.prefdisco.router_check import (
-    RouterAccuracy,
-    RouterQuestion,
-    load_router_questions,
-    router_accuracy,
-)
-from prefduel.prefdisco.rubrics import Rubric, build_rubrics, refine_rubrics, template_rubric
-from prefduel.prefdisco.scripted import ScriptedWorld, scripted_handlers, server_answer
-from prefduel.prefdisco.tasks import Task, builtin_tasks, load_tasks
-from prefduel.prefdisco.taxonomy import Attribute, Taxonomy, load_taxonomy
-from prefduel.prefdisco.user import USER_STYLES, KeywordRouter, LLMRouter, PassiveUser, Route
+from prefduel.prefdisco.report.build import build_report, load_run, write_report
+from prefduel.prefdisco.study.clients import RoleClients, clients_from_config, default_handlers
+from prefduel.prefdisco.study.pipeline import generate_dataset, run_study
+from prefduel.prefdisco.study.scripted import ScriptedWorld, scripted_handlers, server_answer
 
 __all__ = [
     "CONDITIONS",

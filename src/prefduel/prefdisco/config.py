@@ -62,9 +62,9 @@ from prefduel.llm.config import LLMConfig
 from prefduel.llm.structured import StructuredMode
 from prefduel.prefdisco.errors import ConfigError
 from prefduel.prefdisco.interview_config import InterviewerConfig
-from prefduel.prefdisco.preferences import SparsityConfig
-from prefduel.prefdisco.tasks import FORMATS
 
+#: Task file formats (`prefduel.prefdisco.dataset.tasks` has a reader for each).
+FORMATS = ("math500", "medqa", "commonsenseqa", "logiqa", "socialiqa", "generic")
 CONDITIONS = ("baseline", "discovery", "oracle")
 #: How the discovery condition learns about the user: the model asks (``ask``), or the
 #: Bayesian interviewer chooses the questions (``interviewer``).
@@ -108,13 +108,51 @@ ModelName = Annotated[str, Strict(), AfterValidator(_named)]
 Flag = Annotated[bool, Strict()]
 
 
+@dataclasses.dataclass(frozen=True)
+class SparsityConfig:
+    """How profiles are sampled.
+
+    Attributes:
+        k_min: Fewest attributes per profile.
+        k_max: Most attributes per profile.
+        dirichlet_alpha: Concentration of the Dirichlet weights (1 = uniform on the simplex;
+            large = nearly equal weights).
+        max_per_family: Most attributes from one family in a profile.
+        value_noise: S.d. of the idiosyncratic part of an ordinal value's latent.
+        relevance_power: Exponent γ on relevance: the draw weight is ``relevance^γ`` times
+            the salience factor, so F(i) concentrates on the attributes most relevant to the
+            task's domain (γ = 0: any attribute with relevance > 0 is equally likely).
+    """
+
+    k_min: int = 3
+    k_max: int = 5
+    dirichlet_alpha: float = 1.0
+    max_per_family: int = 2
+    value_noise: float = 0.6
+    relevance_power: float = 3.0
+
+    def __post_init__(self) -> None:
+        for name in ("k_min", "k_max", "max_per_family"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
+        if self.k_max < self.k_min:
+            raise ValueError(f"k_max ({self.k_max}) must be >= k_min ({self.k_min})")
+        if not (isinstance(self.dirichlet_alpha, int | float) and self.dirichlet_alpha > 0):
+            raise ValueError(f"dirichlet_alpha: expected > 0, got {self.dirichlet_alpha!r}")
+        if not (isinstance(self.value_noise, int | float) and self.value_noise >= 0):
+            raise ValueError(f"value_noise: expected >= 0, got {self.value_noise!r}")
+        if not (isinstance(self.relevance_power, int | float) and self.relevance_power >= 0):
+            raise ValueError(f"relevance_power: expected >= 0, got {self.relevance_power!r}")
+
+
 @frozen_dataclass(error=ConfigError)
 class TaskSource:
     """Where tasks come from.
 
     Attributes:
         format: ``builtin`` or one of ``math500``, ``medqa``, ``commonsenseqa``, ``logiqa``,
-            ``socialiqa``, ``generic`` (see `prefduel.prefdisco.tasks`).
+            ``socialiqa``, ``generic`` (see `prefduel.prefdisco.dataset.tasks`).
         path: The JSONL file (not for ``builtin``); relative paths are relative to the config
             file.
         name: Source name for grouping results (default: the format).
@@ -173,14 +211,8 @@ class GenerateConfig:
     @property
     def sparsity(self) -> SparsityConfig:
         """The preference-sampling settings."""
-        return SparsityConfig(
-            k_min=self.k_min,
-            k_max=self.k_max,
-            dirichlet_alpha=self.dirichlet_alpha,
-            max_per_family=self.max_per_family,
-            value_noise=self.value_noise,
-            relevance_power=self.relevance_power,
-        )
+        names = [f.name for f in dataclasses.fields(SparsityConfig)]
+        return SparsityConfig(**{name: getattr(self, name) for name in names})
 
 
 @frozen_dataclass(error=ConfigError, path="run")
@@ -196,14 +228,14 @@ class RunConfig:
             writes the final answer). Baseline and oracle episodes are shared.
         interviewer: The interviewer's settings (`InterviewerConfig`).
         follow_up_check: Record per discovery episode whether the second question changes
-            when the first reply is altered (`prefduel.prefdisco.follow_up`; one more ask
+            when the first reply is altered (`prefduel.prefdisco.episode.follow_up`; one more ask
             request per ``ask`` episode, no call for the interviewer).
         max_turns: Question budget of the discovery condition.
         ask_attempts: Ask-phase requests per turn while the reply is neither a question nor
             READY (the bad reply is shown back); then the phase stops as ``malformed``.
         router: ``keyword`` (offline), ``llm``, or ``auto``: the keyword router when the user
             group is on the scripted backend, else whichever of the two is more accurate on
-            the labelled questions (`prefduel.prefdisco.router_check`).
+            the labelled questions (`prefduel.prefdisco.episode.router_check`).
         user_style: How helpful the simulated user is: ``cooperative``, ``terse`` (the first
             attribute asked about, label only) or ``vague`` (only hints at the value).
         router_model: Model of the LLM router (default: ``judge_model``).

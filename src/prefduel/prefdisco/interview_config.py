@@ -24,7 +24,7 @@ from prefduel.prefdisco.errors import ConfigError
 
 @frozen_dataclass(error=ConfigError, path="run.interviewer.prior")
 class PriorConfig:
-    """How the interviewer's prior is learned (`prefduel.prefdisco.interview_prior`).
+    """How the interviewer's prior is learned (`prefduel.prefdisco.interviewer.prior`).
 
     Attributes:
         seed: Root seed of the training personas and profiles (use one the evaluation dataset

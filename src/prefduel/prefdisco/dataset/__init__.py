@@ -1,0 +1,1 @@
+"""The dataset: the taxonomy, personas, sparse preference profiles, tasks, rubrics, the folder."""

@@ -1,0 +1,1 @@
+"""One episode: its prompts, the passive user and router, the ask strategy, judging, metrics."""
