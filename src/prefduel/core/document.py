@@ -7,6 +7,10 @@ model, so numbers are formatted once (`number`, `Cell`) and every HTML page shar
 stylesheet (`prefduel.core.document_html.to_html`); the plain-text formats are in
 `prefduel.core.document_text`.
 
+Every report adds its sections the same way: it lists its section builders in order (a
+``SECTIONS`` tuple of functions from the report's inputs to sections, `SectionBuilder`) and
+`build_sections` calls them.
+
 Text is plain: writers escape it for their format. A `Cell` carries the presentation hints a
 table needs (a ``± s.e.`` part, a tone such as ``good``/``bad``, a color swatch, a 0-100 bar);
 text writers keep only what reads as text.
@@ -16,9 +20,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 #: What a missing number (None or nan) prints as.
 NO_VALUE = "–"
@@ -291,6 +295,29 @@ class Document:
         return found
 
 
+#: A section of a report, built from the report's inputs: one section, several, or none
+#: (nothing to show). A report lists its builders in order (``SECTIONS``) and
+#: `build_sections` calls them: adding a section to any report is adding one builder.
+SectionBuilder = Callable[[Any], "Section | Sequence[Section] | None"]
+
+
+def build_sections(inputs: Any, builders: Sequence[SectionBuilder]) -> list[Section]:
+    """Every builder's sections, in the builders' order (a builder may give none or several).
+
+    Args:
+        inputs: What the report is built from (its data, figures and options), given to each
+            builder as it is.
+        builders: The report's section builders (its ``SECTIONS``).
+    """
+    out: list[Section] = []
+    for build in builders:
+        made = build(inputs)
+        if made is None:
+            continue
+        out.extend([made] if isinstance(made, Section) else made)
+    return out
+
+
 __all__ = [
     "NO_VALUE",
     "Block",
@@ -303,9 +330,11 @@ __all__ = [
     "Preformatted",
     "Raw",
     "Section",
+    "SectionBuilder",
     "Settings",
     "Table",
     "as_cell",
+    "build_sections",
     "is_numeric",
     "number",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from prefduel.core.document import (
@@ -23,6 +24,7 @@ from prefduel.core.document import (
     Section,
     Settings,
     Table,
+    build_sections,
     number,
 )
 from prefduel.ranking.battles import NOTE_REASONS, SKIP_REASONS
@@ -90,21 +92,7 @@ def report_document(
         "lead",
     )
     name = (data.get("user_leaderboard") or {}).get("user") if user is not None else None
-    sections = [
-        *([Section(f"Leaderboard of user {name}", [user])] if user is not None else []),
-        _ratings_section(data, figures),
-        _correlation_section(corr),
-        *_trust_sections(data),
-        _tests_section(data["tests"], figures),
-        *_feature_sections(data.get("features")),
-        *_prediction_sections(data, figures),
-        *_topic_sections(data, figures),
-        *_style_sections(data, figures),
-        _input_section(inp),
-        _caveats_section(data),
-        *_message_sections(data["messages"]),
-        _settings_section(data),
-    ]
+    sections = build_sections(_Inputs(data, figures, user, name), SECTIONS)
     opening = [summary_section(data, lead, name), contents_section(sections)]
     chips = [
         f"{inp['battles']} battles",
@@ -114,6 +102,41 @@ def report_document(
     return Document(
         "Personalized rankings", [*opening, *sections], intro=warnings(data), chips=chips
     )
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What the report's sections are built from."""
+
+    data: dict[str, Any]
+    figures: dict[str, str]
+    user: Table | None
+    name: str | None
+
+
+def _user_section(inputs: _Inputs) -> Section | None:
+    if inputs.user is None:
+        return None
+    return Section(f"Leaderboard of user {inputs.name}", [inputs.user])
+
+
+#: The report's sections after the summary and the contents, in order: the findings, then the
+#: reference sections (`prefduel.core.document.build_sections`).
+SECTIONS = (
+    _user_section,
+    lambda i: _ratings_section(i.data, i.figures),
+    lambda i: _correlation_section(i.data["correlation"]),
+    lambda i: _trust_sections(i.data),
+    lambda i: _tests_section(i.data["tests"], i.figures),
+    lambda i: _feature_sections(i.data.get("features")),
+    lambda i: _prediction_sections(i.data, i.figures),
+    lambda i: _topic_sections(i.data, i.figures),
+    lambda i: _style_sections(i.data, i.figures),
+    lambda i: _input_section(i.data["input"]),
+    lambda i: _caveats_section(i.data),
+    lambda i: _message_sections(i.data["messages"]),
+    lambda i: _settings_section(i.data),
+)
 
 
 def _estimate_sentence(data: dict[str, Any]) -> str:

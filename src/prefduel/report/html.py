@@ -26,6 +26,7 @@ from prefduel.core.document import (
     Section,
     Settings,
     Table,
+    build_sections,
     number,
 )
 from prefduel.core.document_html import to_html
@@ -341,16 +342,15 @@ def _settings(page: Page) -> Section:
     return Section("Settings and versions", blocks, id="settings")
 
 
+#: The report's sections, in order (`prefduel.core.document.build_sections`).
+SECTIONS = (_leaderboard, _curves, _gains, _profiles, _play, _settings)
+
+
 def report_document(page: Page) -> Document:
     """The whole report as a document: leaderboard, curves, gains, profiles, play, settings."""
-    sections = [_leaderboard(page), _curves(page), _gains(page), _profiles(page)]
-    play = _play(page)
-    if play is not None:
-        sections.append(play)
-    sections.append(_settings(page))
     return Document(
         page.title,
-        sections,
+        build_sections(page, SECTIONS),
         subtitle=page.source,
         chips=page.chips,
         warnings=page.warnings,
