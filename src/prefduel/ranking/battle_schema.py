@@ -203,6 +203,9 @@ class Battles:
         excluded_models: Models excluded for having fewer than ``schema.min_model_battles``
             battles, with the battles each had when excluded (``skips["rare_model"]`` counts
             the rows dropped with them).
+        rows: ``(n,)`` the data row (0-based, in the table read) of each battle, so that
+            other columns of the table can be matched to the battles; ``None`` for battles
+            made otherwise.
     """
 
     models: tuple[str, ...]
@@ -220,6 +223,7 @@ class Battles:
     schema: BattleSchema = field(default_factory=BattleSchema)
     missing_users: dict[str, int] = field(default_factory=dict)
     excluded_models: dict[str, int] = field(default_factory=dict)
+    rows: np.ndarray | None = None
 
     @property
     def n(self) -> int:

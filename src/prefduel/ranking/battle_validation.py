@@ -295,6 +295,7 @@ def _battles(
         schema=schema,
         missing_users=missing_users,
         excluded_models=excluded,
+        rows=rows,
     )
 
 

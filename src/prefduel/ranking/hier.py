@@ -279,6 +279,7 @@ def _subset(battles: Battles, keep: np.ndarray) -> Battles:
         user=battles.user[keep],
         time=None if battles.time is None else battles.time[keep],
         prompts=None if battles.prompts is None else battles.prompts[keep],
+        rows=None if battles.rows is None else battles.rows[keep],
     )
 
 
