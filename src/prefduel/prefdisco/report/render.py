@@ -32,6 +32,7 @@ from prefduel.core.document import (
     Section,
     Settings,
     Table,
+    build_sections,
     number,
 )
 from prefduel.core.document_html import to_html
@@ -292,21 +293,55 @@ def _slugs(names: Sequence[str]) -> list[str]:
     return slugs
 
 
-def _closing_sections(report: Mapping[str, Any]) -> list[Section]:
-    sections = []
+def _compared_section(report: Mapping[str, Any]) -> Section:
+    """The strategies side by side."""
+    return Section(
+        f"Strategies compared (simulated user: {report.get('user_style', 'cooperative')})",
+        [
+            _strategies_table(report),
+            Paragraph(
+                "n: instances scored in all three conditions. disclosed: hidden preferences "
+                "whose value a reply revealed or (a vague user) hinted at. follow-up changes: "
+                "share of discovery episodes whose second question is about something else "
+                "when the first reply is altered to another state of the attribute asked.",
+                "note",
+            ),
+        ],
+        id="strategies",
+    )
+
+
+def _models_sections(report: Mapping[str, Any]) -> list[Section]:
+    """One group of sections per model."""
+    models = report["models"]
+    offline = bool(report.get("offline"))
+    return [
+        section
+        for model, slug in zip(models, _slugs([label_of(m) for m in models]), strict=True)
+        for section in _model_sections(model, slug, report["settings"], offline)
+    ]
+
+
+def _errors_section(report: Mapping[str, Any]) -> Section | None:
+    """The scoring errors, recorded and not filled in (None when there are none)."""
     errors = [f"{label_of(m)}: {e}" for m in report["models"] for e in m["errors"]]
-    if errors:
-        blocks: list[Any] = [Items(errors[:ERRORS_SHOWN])]
-        if len(errors) > ERRORS_SHOWN:
-            more = len(errors) - ERRORS_SHOWN
-            blocks.append(Paragraph(f"… and {more} more in report.json.", "note"))
-        sections.append(Section("Scoring errors (recorded, not filled in)", blocks))
+    if not errors:
+        return None
+    blocks: list[Any] = [Items(errors[:ERRORS_SHOWN])]
+    if len(errors) > ERRORS_SHOWN:
+        more = len(errors) - ERRORS_SHOWN
+        blocks.append(Paragraph(f"… and {more} more in report.json.", "note"))
+    return Section("Scoring errors (recorded, not filled in)", blocks)
+
+
+def _settings_section(report: Mapping[str, Any]) -> Section:
     settings = Settings([(str(k), str(v)) for k, v in report["settings"].items()])
     run = json.dumps(report.get("run", {}), indent=2, sort_keys=True)
-    sections.append(
-        Section("Settings", [settings, Preformatted(run, summary="Run settings (run.json)")])
-    )
-    return sections
+    return Section("Settings", [settings, Preformatted(run, summary="Run settings (run.json)")])
+
+
+#: The report's sections, in order (`prefduel.core.document.build_sections`).
+SECTIONS = (_compared_section, _models_sections, _errors_section, _settings_section)
 
 
 def build_document(report: Mapping[str, Any]) -> Document:
@@ -321,32 +356,12 @@ def build_document(report: Mapping[str, Any]) -> Document:
         f"NormAlign = 100 (disc - base) / (oracle - base); undefined when oracle - base < "
         f"{s['min_gap']}; {bootstrap}."
     )
-    models = report["models"]
-    sections = [
-        section
-        for model, slug in zip(models, _slugs([label_of(m) for m in models]), strict=True)
-        for section in _model_sections(model, slug, s, bool(report.get("offline")))
-    ]
-    compared = Section(
-        f"Strategies compared (simulated user: {report.get('user_style', 'cooperative')})",
-        [
-            _strategies_table(report),
-            Paragraph(
-                "n: instances scored in all three conditions. disclosed: hidden preferences "
-                "whose value a reply revealed or (a vague user) hinted at. follow-up changes: "
-                "share of discovery episodes whose second question is about something else "
-                "when the first reply is altered to another state of the attribute asked.",
-                "note",
-            ),
-        ],
-        id="strategies",
-    )
     intro: list[Any] = [Paragraph(lead, "lead")]
     if report.get("offline"):
         intro.append(Paragraph(OFFLINE_NOTE, "warn"))
     return Document(
         "PrefDisco report",
-        [compared, *sections, *_closing_sections(report)],
+        build_sections(report, SECTIONS),
         intro=[*intro, Items(summary_lines(report))],
     )
 
