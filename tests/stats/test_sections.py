@@ -12,13 +12,8 @@ import pytest
 from prefduel.core.document import Paragraph, Table
 from prefduel.runner.references import REFERENCES
 from prefduel.stats.paired import paired_gains
-from prefduel.stats.sections import (
-    REFERENCE_LEGEND,
-    StatsOptions,
-    format_curves,
-    format_gains,
-    summary_report,
-)
+from prefduel.stats.sections import StatsOptions, format_curves, format_gains
+from prefduel.stats.summary import REFERENCE_LEGEND, summary_report
 from prefduel.stats.table import format_table, render, summarize_rows
 
 NAN = float("nan")

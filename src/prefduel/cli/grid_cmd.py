@@ -14,6 +14,13 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from prefduel.cli.argtypes import positive_int
+from prefduel.cli.votes_cmd import (
+    BUILD,
+    BUILD_HELP,
+    add_build_options,
+    cmd_worlds_build,
+    refuse_build_options,
+)
 from prefduel.core.errors import PrefduelError, ResultsFileError, SpecError
 from prefduel.core.outputs import output_file
 from prefduel.core.registry import split_specs
@@ -22,7 +29,8 @@ from prefduel.policies import POLICIES
 from prefduel.runner.distributed import dask_executor
 from prefduel.runner.store import ResultsStore
 from prefduel.runner.sweep import sweep
-from prefduel.stats.sections import StatsOptions, parse_names, stats_report, summary_report
+from prefduel.stats.sections import StatsOptions, parse_names, stats_report
+from prefduel.stats.summary import summary_report
 from prefduel.stats.table import FORMATS, format_table, summarize_rows
 from prefduel.worlds import ROSTERS, get_roster, world_kind
 from prefduel.worlds.spec import MAX_ASK_BUDGET, ask_label
@@ -152,13 +160,17 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
 def _add_worlds_command(sub: Any) -> None:
     worlds = sub.add_parser(
         "worlds",
-        help="list the rosters",
+        help="list the rosters, or build a world from a vote log",
         description="List the TutorDuel rosters (generator version 2; ROSTER@1 names version 1), "
-        "or describe the rosters and roster files given.",
+        f"or describe the rosters and roster files given. {BUILD_HELP}",
     )
     worlds.add_argument(
-        "rosters", nargs="*", metavar="ROSTER", help="roster ids or roster files (.yaml)"
+        "rosters",
+        nargs="*",
+        metavar="ROSTER",
+        help=f"roster ids or roster files (.yaml); or {BUILD} (with --from-votes and --out)",
     )
+    add_build_options(worlds)
 
 
 def _add_run_command(sub: Any) -> None:
@@ -270,7 +282,11 @@ def _add_stats_command(sub: Any) -> None:
 
 
 def cmd_worlds(args: argparse.Namespace, out: TextIO) -> int:
-    """Print the roster table (every built-in roster, or the rosters and roster files given)."""
+    """Print the roster table (every built-in roster, or the rosters and roster files given),
+    or build a world from a vote log (``worlds build``)."""
+    if args.rosters[:1] == [BUILD]:
+        return cmd_worlds_build(args, out)
+    refuse_build_options(args)
     header = ("id", "arrivals", "students", "topics", "seeds", "locked", "description")
     rosters = [get_roster(name) for name in args.rosters] if args.rosters else ROSTERS.values()
     rows = [

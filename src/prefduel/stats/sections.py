@@ -14,24 +14,21 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from prefduel.core.document import NO_VALUE, Cell, Paragraph, Table, number
+from prefduel.core.document import NO_VALUE, Cell, Section, Table, build_sections, number
 from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.core.registry import parse_spec, split_specs
-from prefduel.policies.loading import display_names
 from prefduel.runner.rows import number_problem, versions_note
 from prefduel.runner.store import ResultsFileWarning
 from prefduel.stats.paired import learning_curve, paired_gains, profile_breakdown, round_curve
 from prefduel.stats.table import (
     StatsBlock,
     data_table,
-    format_table,
     render,
-    replicates,
     summarize_rows,
     summary_blocks,
     summary_records,
@@ -103,26 +100,74 @@ def stats_report(all_rows: list[dict[str, Any]], options: StatsOptions) -> str |
             ResultsFileWarning,
             stacklevel=2,
         )
-    summary = summarize_rows(rows)
-    gains = _stats_gains(all_rows, options)
-    policy_rows = [r for r in rows if r.get("kind") == "policy"]
+    inputs = _Inputs(
+        rows=rows,
+        summary=summarize_rows(rows),
+        gains=_stats_gains(all_rows, options),
+        policy_rows=[r for r in rows if r.get("kind") == "policy"],
+        options=options,
+    )
+    parts = [part for part in PARTS if part.wanted(inputs)]
     if options.fmt == "json":
-        doc: dict[str, Any] = {"summary": summary_records(summary)}
-        if gains is not None:
-            doc["paired_gains"] = gains
-        if options.curves:
-            doc["curves"] = _curves(policy_rows, options.window)
-        if options.by_profile:
-            doc["by_profile"] = _profile_entries(rows, options)
+        doc = {part.key: part.data(inputs) for part in parts}
         return json.dumps(doc, indent=2) + "\n"
-    blocks = summary_blocks(summary, options.fmt)
-    if gains:
-        blocks += _gains_blocks(gains, options.fmt)
-    if options.curves:
-        blocks += _curve_blocks(policy_rows, options)
-    if options.by_profile:
-        blocks += _profile_blocks(_profile_entries(rows, options), options.fmt)
-    return render(blocks, options.fmt)
+    sections = build_sections(inputs, [part.section for part in parts])
+    return render([b for section in sections for b in section.blocks], options.fmt)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What the parts of ``prefduel stats`` are built from."""
+
+    rows: list[dict[str, Any]]
+    summary: list[dict[str, Any]]
+    gains: list[dict[str, Any]] | None
+    policy_rows: list[dict[str, Any]]
+    options: StatsOptions
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A part of the ``stats`` output: its JSON key, whether the options ask for it, its JSON
+    value, and its tables and paragraphs for the text formats."""
+
+    key: str
+    wanted: Callable[[_Inputs], bool]
+    data: Callable[[_Inputs], Any]
+    blocks: Callable[[_Inputs], list[StatsBlock]]
+
+    def section(self, inputs: _Inputs) -> Section:
+        """The part as a section of the output (`build_sections`)."""
+        return Section(self.key, list(self.blocks(inputs)), id=self.key)
+
+
+#: The parts of ``prefduel stats``, in order: a new part is one more entry.
+PARTS = (
+    _Part(
+        "summary",
+        lambda i: True,
+        lambda i: summary_records(i.summary),
+        lambda i: summary_blocks(i.summary, i.options.fmt),
+    ),
+    _Part(
+        "paired_gains",
+        lambda i: i.gains is not None,
+        lambda i: i.gains,
+        lambda i: _gains_blocks(i.gains, i.options.fmt) if i.gains else [],
+    ),
+    _Part(
+        "curves",
+        lambda i: i.options.curves,
+        lambda i: _curves(i.policy_rows, i.options.window),
+        lambda i: _curve_blocks(i.policy_rows, i.options),
+    ),
+    _Part(
+        "by_profile",
+        lambda i: bool(i.options.by_profile),
+        lambda i: _profile_entries(i.rows, i.options),
+        lambda i: _profile_blocks(_profile_entries(i.rows, i.options), i.options.fmt),
+    ),
+)
 
 
 def parse_names(text: str) -> list[str]:
@@ -256,12 +301,12 @@ def _curve_table(
 
 def _curve_cell(point: dict[str, Any], bands: bool) -> str:
     """The mean at a checkpoint, with its ``[lo, hi]`` band if asked and defined."""
-    band = _interval(point["lo"], point["hi"], 3)
+    band = interval(point["lo"], point["hi"], 3)
     mean = number(point["mean"], 3)
     return f"{mean} {band}" if bands and band != NO_VALUE else mean
 
 
-def _interval(lo: float, hi: float, digits: int, sign: bool = False) -> str:
+def interval(lo: float, hi: float, digits: int, sign: bool = False) -> str:
     """``[lo, hi]``, or `NO_VALUE` when a bound is undefined (a single seed)."""
     if math.isnan(lo) or math.isnan(hi):
         return NO_VALUE
@@ -339,8 +384,8 @@ def _gains_blocks(gains: list[dict[str, Any]], fmt: str) -> list[Table]:
             g["policy"],
             g["n"],
             number(g["change_mean"], 1, sign=True, suffix="%"),
-            _interval(g["t_lo"], g["t_hi"], 1, sign=True),
-            _interval(g["boot_lo"], g["boot_hi"], 1, sign=True),
+            interval(g["t_lo"], g["t_hi"], 1, sign=True),
+            interval(g["boot_lo"], g["boot_hi"], 1, sign=True),
         ]
         for g in gains
     ]
@@ -352,123 +397,3 @@ def _gains_blocks(gains: list[dict[str, Any]], fmt: str) -> list[Table]:
 def format_gains(gains: list[dict[str, Any]], fmt: str) -> str:
     """Paired relative changes in excess regret as text, Markdown or CSV."""
     return render(_gains_blocks(gains, fmt), fmt)
-
-
-# -- the explained summary of ``prefduel run`` and ``prefduel leaderboard`` -------------------
-
-#: Where the reference rows are described in full.
-REFERENCE_DOCS = "docs/tutorduel.md#reference-rows"
-
-#: One line per reference row (`prefduel.runner.references.REFERENCES`), for the legend.
-REFERENCE_LEGEND = {
-    "ref:floor": "the user's two best answers every round (score 100 by definition)",
-    "ref:random": "uniformly random pairs, exact expectation (score 0 by definition)",
-    "ref:best-single-pair": "one fixed pair for every user: the best one in hindsight",
-    "ref:best-pair-per-user": "each user's best fixed pair, chosen in hindsight",
-    "ref:oracle-user": "each user's linear utility model fitted in hindsight; its top two",
-    "ref:oracle-pooled": "one linear model for all users fitted in hindsight; its top two",
-    "ref:rater-top2": "the two answers the rater scores highest (no learning)",
-    "ref:oracle-prior": "learns from clicks with the other users' true models as prior",
-    "ref:oracle-prior-lookahead": "ref:oracle-prior choosing pairs by a 4-round lookahead",
-}
-
-
-def summary_report(rows: list[dict[str, Any]], fmt: str = "text") -> str:
-    """The summary table as ``prefduel run`` and ``prefduel leaderboard`` print it.
-
-    In ``text``, each world's table is followed by its headline (`headline`) and the tables
-    by a legend (`legend`); ``md``, ``csv`` and ``json`` are `format_table`'s output unchanged.
-
-    Args:
-        rows: Result rows of the grid (policies and references).
-        fmt: ``text``, ``md``, ``csv`` or ``json``.
-    """
-    summary = summarize_rows(rows)
-    if fmt != "text":
-        return format_table(summary, fmt)
-    blocks: list[StatsBlock] = []
-    for world in dict.fromkeys(e["world"] for e in summary):
-        entries = [e for e in summary if e["world"] == world]
-        blocks += summary_blocks(entries, "text")
-        line = headline(entries, [r for r in rows if r["world"] == world])
-        blocks += [Paragraph(line)] if line else []
-    if summary:
-        blocks.append(Paragraph(legend(summary, rows)))
-    return render(blocks, "text")
-
-
-def headline(entries: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str | None:
-    """The best policy of one world against the next best: the paired relative change in
-    excess regret and its 95% t interval, from `paired_gains` as ``stats --competitor`` has it.
-
-    Args:
-        entries: The world's `summarize_rows` entries, best score first.
-        rows: The world's result rows.
-
-    Returns:
-        Two lines, or None when the world has fewer than two scored policies.
-    """
-    ranked = [e["policy"] for e in entries if e["kind"] == "policy" and e["score_mean"] is not None]
-    if len(ranked) < 2:
-        return None
-    best, runner_up = ranked[:2]
-    labels = display_names(ranked[:2])
-    start = f"best policy on {entries[0]['world']}: {labels[best]}; "
-    pool = [r for r in rows if r.get("kind", "policy") == "policy"]
-    gain = next((g for g in paired_gains(pool, runner_up) if g["policy"] == best), None)
-    if gain is None:  # no seed in common, or a seed where the runner-up has no excess regret
-        return (
-            f"{start}next best {labels[runner_up]} (no paired relative change: see "
-            "prefduel stats)"
-        )
-    change = number(gain["change_mean"], 1, sign=True, suffix="%")
-    interval = _interval(gain["t_lo"], gain["t_hi"], 1, sign=True)
-    versus = f"{start}excess regret vs the next best, {labels[runner_up]}: {change}"
-    if interval == NO_VALUE:
-        return f"{versus} (one seed: no interval)"
-    return (
-        f"{versus} {interval}\n"
-        f"  (paired by seed over {gain['n']} seeds, 95% t interval: "
-        f"prefduel stats --competitor {runner_up})"
-    )
-
-
-def legend(summary: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
-    """What the columns of the summary mean: the score's anchors, the unit of excess regret
-    (with each world's arrivals and rounds), what stands behind a ±, and one line per
-    reference row shown (first appearance order), pointing to `REFERENCE_DOCS`."""
-    sizes: dict[str, tuple[int, int]] = {}
-    for row in rows:
-        if "excess_per_arrival" in row and "excess_per_round" in row:
-            size = (len(row["excess_per_arrival"]), len(row["excess_per_round"]))
-            sizes.setdefault(row["world"], size)
-    dims = "; ".join(f"{w}: {n} arrivals x {s} rounds" for w, (n, s) in sizes.items())
-    if len(sizes) > 1 and len({s for _, s in sizes.values()}) == 1:
-        rounds = next(iter(sizes.values()))[1]
-        dims = ", ".join(f"{w}: {n}" for w, (n, _) in sizes.items())
-        dims += f" arrivals x {rounds} rounds"
-    counts = sorted({e["n"] for e in summary if e["n"]})
-    seeds = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-    kinds = list(dict.fromkeys(replicates(e["world"]) for e in summary))
-    what = kinds[0] if len(kinds) == 1 else "what a seed is: see each table's title"
-    lines = [
-        "score: uniformly random pairs 0, the floor 100; higher is better.",
-        "excess: excess regret R - G; lower is better. R sums the regret of the shown pair, "
-        "2 U* - U_i - U_j (utilities in [0, 1]), over every round of every arrival "
-        f"({dims or 'all arrivals and rounds'}); G is the same sum for the floor.",
-        f"±: standard error of the mean over {seeds} seed{'s' * (counts != [1])} ({what}).",
-    ]
-    refs = [e["policy"] for e in summary if e["kind"] == "reference"]
-    if refs:
-        lines.append(
-            f"[ref] rows: references from the hidden utilities, not policies ({REFERENCE_DOCS}):"
-        )
-    lines = [
-        textwrap.fill(line, 100, subsequent_indent="  ", break_on_hyphens=False) for line in lines
-    ]
-    if refs:
-        width = max(len(name) for name in refs) + 2
-        for name in dict.fromkeys(refs):
-            text = REFERENCE_LEGEND.get(name, f"see {REFERENCE_DOCS}")
-            lines.append(f"  {name:<{width}}{text}")
-    return "\n".join(lines)
