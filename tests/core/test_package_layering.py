@@ -23,11 +23,13 @@ ALLOWED = {
     "stats": {"core", "worlds", "policies", "runner"},
     "prefdisco": {"core", "llm"},
     "datagen": {"core", "llm", "worlds"},
+    # a fitted model of a vote log (ranking) becomes a world (worlds) here, and nowhere else
+    "voteworlds": {"core", "worlds", "ranking"},
     "pages": {"core", "worlds", "policies", "runner", "stats"},
     "report": {"core", "worlds", "policies", "runner", "stats", "pages"},
     "cli": {
         "core", "worlds", "policies", "llm", "ranking", "runner", "stats", "prefdisco",
-        "datagen", "pages", "report",
+        "datagen", "pages", "report", "voteworlds",
     },
 }
 

@@ -8,8 +8,9 @@ seed and `WorldSpec.students` draws only its students. Gymnasium's ``EnvSpec`` i
 
 Generators are registered by id (`register_generator`): TutorSim builds worlds from rosters,
 ``stored`` loads a folder written by `prefduel.worlds.world.World.save` (datagen and other
-families write those) and makes each seed a replicate. A new family of worlds registers a
-generator and says which names it answers to; nothing else changes.
+families write those) and makes each seed a replicate, ``votes`` loads a world built from a
+vote log (`prefduel.worlds.votes`) and redraws its utilities for each seed. A new family of
+worlds registers a generator and says which names it answers to; nothing else changes.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from prefduel.core.errors import (
 from prefduel.worlds import tutorsim
 from prefduel.worlds.roster_file import load_roster_file, roster_file_label
 from prefduel.worlds.rosters import Roster, builtin_roster, is_roster, is_roster_file
+from prefduel.worlds.votes import GENERATOR as VOTES
+from prefduel.worlds.votes import VotesGenerator, is_votes_world, refuse_without_posterior
 from prefduel.worlds.world import World, load_world, replicate
 
 Kind = Literal["roster", "roster-file", "stored"]
@@ -163,7 +166,8 @@ def parse_world(name: str) -> WorldSpec:
         roster = builtin_roster(name)
         return WorldSpec(name, roster.label, "roster", "tutorsim", roster.locked, roster)
     label = _stored_label(name)
-    return WorldSpec(name, label, "stored", "stored", path=Path(label))
+    generator = VOTES if is_votes_world(label) else "stored"  # built by `worlds build`
+    return WorldSpec(name, label, "stored", generator, path=Path(label))
 
 
 #: A world name on an ask track: ``NAME+askB``.
@@ -290,7 +294,9 @@ class _Stored:
     """A folder written by `World.save`; each seed is a replicate (`replicate`)."""
 
     def make(self, spec: WorldSpec, seed: int) -> World:
-        return replicate(load_world(_path(spec)), seed)
+        world = load_world(_path(spec))
+        refuse_without_posterior(world, _path(spec))
+        return replicate(world, seed)
 
     def students(self, spec: WorldSpec, seed: int) -> tuple[list[dict[str, Any]], np.ndarray]:
         world = self.make(spec, seed)
@@ -313,3 +319,4 @@ def _require(value: Any, spec: WorldSpec, what: str) -> Any:
 
 register_generator("tutorsim", _TutorSim())
 register_generator("stored", _Stored())
+register_generator(VOTES, VotesGenerator())

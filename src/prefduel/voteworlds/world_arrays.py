@@ -1,0 +1,187 @@
+"""The arrays and tables of a world built from a vote log.
+
+- ``Phi[n, s, p] = [e_p, g(p, q)]`` (``d = K + 1``, TutorSim's convention): the persona
+  indicator and the rater feature ``g``, the global strength of model ``p`` on the category of
+  prompt ``q`` fitted without the arrival's voter (what a router could know without the user),
+  centered over personas and divided by one standard deviation over the whole world.
+- ``U``, ``P``, ``u``: drawn from the voters' posteriors (`prefduel.worlds.votes.draw_arrivals`).
+- ``students``: the voters that arrive; ``questions``: the prompts the rounds replay, with
+  their category; ``personas``: the chosen models.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from prefduel import __version__
+from prefduel.ranking.vote_log import VoteLog
+from prefduel.ranking.vote_model import VoteModel, leave_one_out_strengths
+from prefduel.voteworlds.layout import Layout, arrival_layout
+from prefduel.worlds.votes import GENERATOR, UTILITY_SCALE, VotesPosterior, draw_arrivals
+from prefduel.worlds.world import World
+
+if TYPE_CHECKING:
+    from prefduel.voteworlds.build import Selection
+
+#: Longest prompt text kept in a world's question table (characters).
+MAX_QUESTION_CHARS = 2000
+
+
+def world_of(
+    log: VoteLog,
+    selection: Selection,
+    model: VoteModel,
+    rounds: int,
+    arrivals: int,
+    seed: int,
+    name: str,
+) -> tuple[World, VotesPosterior]:
+    """The world (as stored, for ``seed``) and its posterior.
+
+    Args:
+        log: The vote log.
+        selection: The chosen models and kept voters.
+        model: The fitted model (its voters are ``selection.voters``).
+        rounds: ``S``.
+        arrivals: ``N``.
+        seed: The world's seed.
+        name: The world's name (its folder's).
+    """
+    battles, category = selection.battles, selection.category
+    layout = arrival_layout(battles, selection.voters, arrivals=arrivals, rounds=rounds, seed=seed)
+    used, student_index = np.unique(layout.voter, return_inverse=True)
+    keys, question_index = _questions(battles.prompts, category, layout)
+    phi, g_scale = _features(battles, category, model, selection.voters, layout)
+    chol = model.covariance_cholesky()
+    posterior = VotesPosterior(
+        base=model.base,
+        mean=model.delta[used],
+        chol=chol[used],
+        question_category=np.array([c for _, c in keys], dtype=np.int64),
+    )
+    utility, prob, uniforms = draw_arrivals(posterior, student_index, question_index, seed)
+    info = {
+        "generator": GENERATOR,
+        "version": __version__,
+        "votes": {
+            "posterior_sha256": posterior.digest(),
+            "rounds": rounds,
+            "arrivals": arrivals,
+            "voters_arriving": int(used.size),
+            "features": {
+                "phi": "[e_p, g]: g is the global strength of each model on the prompt's "
+                "category fitted without the arrival's voter, centered over personas, divided "
+                "by g_scale",
+                "g_scale": g_scale,
+            },
+            "utility": {
+                "scale": UTILITY_SCALE,
+                "clipped_share": float(np.mean((utility == 0.0) | (utility == 1.0))),
+            },
+        },
+    }
+    world = World(
+        roster=name,
+        seed=seed,
+        Phi=phi,
+        U=utility,
+        P=prob,
+        u=uniforms,
+        student_index=student_index.astype(np.int64),
+        question_index=question_index,
+        students=_students(log, selection, model, used),
+        questions=_question_table(keys, log.categories),
+        personas=[
+            {"id": m, "name": m, "prompt": "", "votes": int(v)}
+            for m, v in zip(battles.models, selection.model_votes.tolist(), strict=True)
+        ],
+        info=info,
+    )
+    return world, posterior
+
+
+def _questions(
+    prompts: np.ndarray | None, category: np.ndarray, layout: Layout
+) -> tuple[list[tuple[str, int]], np.ndarray]:
+    """The distinct (prompt, category) of the rounds, and each round's index into them."""
+    texts = (
+        np.full(layout.rows.shape, "", dtype=object)
+        if prompts is None
+        else prompts[layout.rows]
+    )
+    flat = list(zip(texts.ravel().tolist(), category[layout.rows].ravel().tolist(), strict=True))
+    index: dict[tuple[str, int], int] = {}
+    codes = np.fromiter((index.setdefault(k, len(index)) for k in flat), np.int64, len(flat))
+    return list(index), codes.reshape(layout.rows.shape)
+
+
+def _question_table(keys: list[tuple[str, int]], categories: tuple[str, ...]) -> list[dict]:
+    """One entry per question: id, prompt text (cut at `MAX_QUESTION_CHARS`), category."""
+    table = []
+    for i, (text, c) in enumerate(keys):
+        entry: dict[str, Any] = {
+            "id": f"q{i:05d}",
+            "text": text[:MAX_QUESTION_CHARS],
+            "category": categories[c],
+            "topic": categories[c],
+        }
+        if len(text) > MAX_QUESTION_CHARS:
+            entry["text_chars"] = len(text)
+        table.append(entry)
+    return table
+
+
+def _features(
+    battles: Any, category: np.ndarray, model: VoteModel, voters: np.ndarray, layout: Layout
+) -> tuple[np.ndarray, float]:
+    """``Phi`` ``(N, S, K, K + 1)`` and the scale ``g`` was divided by."""
+    k = battles.n_models
+    user = voters[layout.voter][:, None] * np.ones_like(layout.rows)
+    cell_key = user * model.gamma.shape[0] + category[layout.rows]
+    cells, cell_of = np.unique(cell_key, return_inverse=True)
+    strengths = leave_one_out_strengths(
+        battles, category, model, cells // model.gamma.shape[0], cells % model.gamma.shape[0]
+    )
+    g = strengths[cell_of.reshape(layout.rows.shape)]  # (N, S, K), centered
+    scale = float(g.std())
+    scale = scale if scale > 1e-12 else 1.0
+    phi = np.zeros((*layout.rows.shape, k, k + 1))
+    phi[..., np.arange(k), np.arange(k)] = 1.0
+    phi[..., k] = g / scale
+    return phi, scale
+
+
+def _students(
+    log: VoteLog, selection: Selection, model: VoteModel, used: np.ndarray
+) -> list[dict[str, Any]]:
+    """One entry per arriving voter: id, votes, and the model their posterior mean favours
+    (on their own mix of categories), which is also their ``profile``."""
+    battles = selection.battles
+    n_categories = model.gamma.shape[0]
+    slot = np.full(battles.n_users, -1, dtype=np.int64)
+    slot[selection.voters] = np.arange(selection.voters.size)
+    rows = np.flatnonzero(slot[battles.user] >= 0)
+    mix = np.bincount(
+        slot[battles.user[rows]] * n_categories + selection.category[rows],
+        minlength=selection.voters.size * n_categories,
+    ).reshape(selection.voters.size, n_categories)
+    mix = mix / np.maximum(mix.sum(axis=1, keepdims=True), 1)
+    favourite = np.argmax(mix @ model.base + model.delta, axis=1)
+    students = []
+    for v in used.tolist():
+        voter, best = battles.users[selection.voters[v]], battles.models[favourite[v]]
+        votes = int(selection.votes[v])
+        students.append({
+            "id": voter,
+            "name": voter,
+            "profile": f"prefers {best}",
+            "description": f"voter {voter} of the log: {votes} votes among the world's "
+            f"models; prefers {best} (posterior mean)",
+            "votes": votes,
+        })
+    return students
+
+
+__all__ = ["MAX_QUESTION_CHARS", "world_of"]
