@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 import prefduel.prefdisco
+from pb_imports import cycles, graph, modules
 
 PACKAGE = "prefduel.prefdisco"
 ROOT = Path(prefduel.prefdisco.__file__).parent
@@ -21,39 +22,6 @@ ROOT = Path(prefduel.prefdisco.__file__).parent
 ROOMS = ("base", "dataset", "episode", "interviewer", "report", "study")
 #: The package's ``__init__``: the public names, above every room.
 FACADE = "facade"
-
-
-def modules(root: Path, package: str) -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the package (``__init__`` files name
-    their package)."""
-    found = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join([package, *parts])] = path
-    return found
-
-
-def imports(path: Path, known: set[str]) -> set[str]:
-    """The package modules a file imports anywhere in it (functions included); ``from a
-    import b`` is module ``a.b`` when that is a module, else ``a``."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{path}: relative import (spell the module out)"
-            base = node.module or ""
-            named = {f"{base}.{alias.name}" for alias in node.names}
-            found |= {name if name in known else base for name in named}
-    return {name for name in found if name in known}
-
-
-def graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> the package modules it imports."""
-    files = modules(root, package)
-    return {name: imports(path, set(files)) for name, path in files.items()}
 
 
 def rooms_of(root: Path, package: str) -> dict[str, str]:
@@ -77,49 +45,6 @@ def upward(root: Path, package: str, rooms: tuple[str, ...]) -> list[str]:
     for module, targets in sorted(graph(root, package).items()):
         bad += [f"{module} -> {t}" for t in sorted(targets) if rank[room[t]] > rank[room[module]]]
     return bad
-
-
-def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module, or one that imports
-    itself (Tarjan's algorithm, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for start in sorted(edges):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1 or node in edges[node]:
-                    found.append(sorted(component))
-    return found
 
 
 def test_the_folder_listing_shows_the_rooms_each_with_a_one_line_docstring():
