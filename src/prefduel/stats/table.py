@@ -23,7 +23,8 @@ import numpy as np
 from prefduel.core.document import NO_VALUE, Cell, Paragraph, Table, number
 from prefduel.core.document_text import markdown_escape, table_csv, table_markdown, table_text
 from prefduel.policies.loading import display_names
-from prefduel.worlds.spec import world_kind
+from prefduel.worlds.spec import parse_world, world_kind
+from prefduel.worlds.votes import GENERATOR as VOTES
 
 FORMATS = ("text", "md", "csv", "json")
 
@@ -36,9 +37,15 @@ def replicates(world: str) -> str:
 
     Seeds of a roster (or roster file) are independent worlds: new students, questions,
     utilities and clicks. Seeds of a stored world share its judged data: each is one arrival
-    order and one set of click draws (`prefduel.worlds.world.replicate`).
+    order and one set of click draws (`prefduel.worlds.world.replicate`); those of a world
+    built from a vote log also redraw the utilities (`prefduel.worlds.votes.votes_replicate`).
     """
     if world_kind(world) == "stored":
+        if parse_world(world).generator == VOTES:
+            return (
+                "1 world built from a vote log: each seed re-orders its arrivals and redraws "
+                "their utilities from the voters' posteriors, and the clicks"
+            )
         return "1 stored world: each seed re-orders its arrivals and redraws its clicks"
     return "each seed an independent world"
 
