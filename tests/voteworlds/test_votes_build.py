@@ -199,3 +199,10 @@ def test_an_empty_out_folder_is_filled(tmp_path):
 def test_build_options_without_build_are_refused(capsys):
     assert main(["worlds", "dev", "--min-votes", "3"]) == 2
     assert "--min-votes go with `prefduel worlds build" in capsys.readouterr().err
+
+
+def test_the_world_folder_gets_the_usual_permissions(tmp_path):
+    log, _ = write_log(tmp_path / "votes.csv", voters=12, seed=29)
+    build_votes_world(log, tmp_path / "world", BuildSettings(replicates=1, folds=2))
+    (tmp_path / "plain").mkdir()
+    assert (tmp_path / "world").stat().st_mode == (tmp_path / "plain").stat().st_mode

@@ -16,8 +16,8 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -309,7 +309,9 @@ def _write(world: World, posterior: VotesPosterior, check: dict[str, Any], out: 
     """Write the world into a temporary folder beside ``out``, then rename it to ``out``
     (``out`` is new or an empty folder); nothing is left behind if anything fails."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    # a folder of our own beside ``out`` (not mkdtemp's: its mode 0700 would stay the world's)
+    tmp = out.parent / f".{out.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir()
     try:
         world.save(tmp)
         posterior.save(tmp)
