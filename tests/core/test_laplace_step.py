@@ -300,10 +300,12 @@ def path(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.parametrize("n", [1, 12])
 @pytest.mark.parametrize("shared", ["z and y", "z", "neither"])
-def test_laplace_update_writes_the_step_in_place(path, shared):
+def test_laplace_update_writes_the_step_in_place(path, shared, n):
+    """Also for one belief alone (its numpy path: numpy products around the scalar root)."""
     rng = np.random.default_rng(40)
-    mu, sigma, z, y = _batch(rng, 12, shared_z=shared != "neither", s_range=(0.05, 50.0))
+    mu, sigma, z, y = _batch(rng, n, shared_z=shared != "neither", s_range=(0.05, 50.0))
     y = int(y[0]) if shared == "z and y" else y
     ref_mu, ref_sigma, ref_p = laplace_step_batch(mu, sigma, z, y)
     p = laplace_update(mu, sigma, z, y)

@@ -18,8 +18,9 @@ by safeguarded Newton (bisection when the Newton point leaves the bracket ``(y -
 not halve the step: ``rtsafe`` of Numerical Recipes).
 
 `laplace_update` runs it in place on a batch of beliefs: compiled with numba when
-`prefduel.core.jit.ENABLED`, else in numpy (`laplace_step_batch`); both take the same
-iterations to the same tolerance, so they agree to rounding. Every Laplace update of prefduel
+`prefduel.core.jit.ENABLED`, else in numpy (`laplace_step_batch`; one belief alone takes numpy
+products around the scalar root); all take the same iterations to the same tolerance, so they
+agree to rounding. Every Laplace update of prefduel
 (the per-user learners, CODuel's mixture components, its lookahead and its likelihood summaries)
 is this one.
 
@@ -259,6 +260,23 @@ def laplace_update(
         raise ValueError(f"z {z.shape} and y {y.shape} must be shared or one per belief")
     if jit.ENABLED:
         return update_rows(mu, sigma, z, y)
+    if n == 1:
+        return _update_one(mu[0], sigma[0], z[0], float(y[0]))
     new_mu, new_sigma, p_first = laplace_step_batch(mu, sigma, z, y)
     mu[...], sigma[...] = new_mu, new_sigma
     return p_first
+
+
+def _update_one(mu: np.ndarray, sigma: np.ndarray, z: np.ndarray, y: float) -> np.ndarray:
+    """`laplace_update` of one belief ``mu (d,)``, ``sigma (d, d)`` without numba, in place:
+    numpy products around the scalar root `solve_root` (several times cheaper than the batched
+    numpy step for a single belief). Returns ``p_first (1,)``."""
+    sz = sigma @ z
+    m, s = float(z @ mu), float(z @ sz)
+    p0 = sigmoid_scalar(m / math.sqrt(1.0 + PROBIT * s))
+    alpha = solve_root(m, s, y, p0)
+    p = sigmoid_scalar(m + alpha * s)
+    w = p * (1.0 - p)
+    mu += alpha * sz
+    sigma -= (w / (1.0 + w * s)) * np.outer(sz, sz)
+    return np.array([p0])
