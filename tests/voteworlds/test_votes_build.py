@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -41,9 +42,9 @@ def test_personas_are_the_most_voted_models_and_users_the_voters_with_enough_vot
     assert (world.K, world.d) == (6, 7)
     assert result.selection.dropped == 2  # the two voters cut down to a few votes
     assert len(world.students) == world.N == 38
-    assert sorted(s["id"] for s in world.students) == sorted(
-        f"voter-{i:04d}" for i in range(2, 40)
-    )
+    expected = sorted(f"voter-{i:04d}" for i in range(2, 40))
+    assert sorted(s["id"] for s in world.students) == expected  # each voter arrives once
+    assert sorted(s["voter"] for s in world.students) == expected
 
 
 def test_rounds_replay_the_voters_own_prompts_with_their_categories(built):
@@ -51,7 +52,7 @@ def test_rounds_replay_the_voters_own_prompts_with_their_categories(built):
     world = result.world
     frame = pd.read_csv(log)
     for n in range(3):
-        voter = world.students[int(world.student_index[n])]["id"]
+        voter = world.students[int(world.student_index[n])]["voter"]
         own = frame[frame["judge"] == voter]
         for s in range(world.S):
             question = world.questions[int(world.question_index[n, s])]
@@ -70,7 +71,7 @@ def test_the_rater_feature_is_the_category_strength_fitted_without_the_voter(bui
     category = np.array([names.index(q["category"]) for q in world.questions])
     voter_of = {selection.battles.users[v]: v for v in selection.voters.tolist()}
     for n in (0, 1):
-        voter = voter_of[world.students[int(world.student_index[n])]["id"]]
+        voter = voter_of[world.students[int(world.student_index[n])]["voter"]]
         rounds = category[world.question_index[n]]
         assert len(set(rounds.tolist())) > 1
         loo = leave_one_out_strengths(
@@ -109,8 +110,13 @@ def test_more_arrivals_than_voters_repeat_each_voter_in_balanced_order(tmp_path)
     log, _ = write_log(tmp_path / "votes.csv", voters=10, votes=(12, 14), seed=22)
     settings = BuildSettings(arrivals=25, rounds=20, replicates=1, folds=2)
     world = build_votes_world(log, tmp_path / "w", settings).world
-    counts = np.bincount(world.student_index, minlength=10)
-    assert sorted(counts.tolist()) == [2] * 5 + [3] * 5
+    assert world.student_index.tolist() == list(range(25))  # each arrival a user of its own
+    voters = Counter(s["voter"] for s in world.students)
+    assert sorted(voters.values()) == [2] * 5 + [3] * 5
+    assert len({s["id"] for s in world.students}) == 25  # voter-0003#1, voter-0003#2, ...
+    voter = [s["voter"] for s in world.students]
+    a, b = [n for n in range(25) if voter[n] == voter[0]][:2]
+    assert np.abs(world.U[a, 0] - world.U[b, 0]).max() > 1e-3  # two draws of one voter
     assert world.S == 20  # voters with 12-14 votes go through them again
 
 

@@ -49,10 +49,10 @@ def test_each_seed_reorders_the_arrivals_and_redraws_their_utilities(votes_world
         assert sorted(world.student_index) == sorted(stored.student_index)
         assert world.info["replicate_of_seed"] == stored.seed
     assert get_world(str(votes_world), 1).digest() == one.digest()  # reproducible
-    # the same voter's arrival: same questions and features, other utilities
-    voter = int(stored.student_index[0])
-    a = int(np.flatnonzero(one.student_index == voter)[0])
-    b = int(np.flatnonzero(two.student_index == voter)[0])
+    # the same arrival (its student): same questions and features, other utilities
+    student = int(stored.student_index[0])
+    a = int(np.flatnonzero(one.student_index == student)[0])
+    b = int(np.flatnonzero(two.student_index == student)[0])
     assert np.array_equal(one.Phi[a], two.Phi[b])
     assert np.array_equal(one.question_index[a], two.question_index[b])
     assert np.abs(one.U[a] - two.U[b]).max() > 1e-3
@@ -74,7 +74,7 @@ def test_arrivals_draw_from_their_voters_posterior():
     chol[0, np.arange(3), np.arange(3)] = [0.5, 0.8, 0.3]
     posterior = VotesPosterior(
         base=np.array([[0.0, 0.5, -0.5]]), mean=np.array([[1.0, -1.0, 0.2]]), chol=chol,
-        question_category=np.zeros(1, dtype=np.int64),
+        student_voter=np.zeros(1, dtype=np.int64), question_category=np.zeros(1, dtype=np.int64),
     )
     n = 20000
     _, prob, _ = draw_arrivals(
@@ -103,7 +103,8 @@ def test_a_posterior_that_does_not_match_its_digest_is_refused(votes_world, tmp_
     world = load_world(copy)
     posterior = load_posterior(world, copy)
     VotesPosterior(
-        posterior.base + 0.1, posterior.mean, posterior.chol, posterior.question_category
+        posterior.base + 0.1, posterior.mean, posterior.chol, posterior.student_voter,
+        posterior.question_category,
     ).save(copy)
     with pytest.raises(WorldFormatError, match="does not match the sha256"):
         get_world(str(copy), 1)
@@ -115,11 +116,12 @@ def test_the_posterior_must_fit_the_world(votes_world, tmp_path):
     world = load_world(copy)
     posterior = load_posterior(world, copy)
     short = VotesPosterior(
-        posterior.base, posterior.mean[1:], posterior.chol[1:], posterior.question_category
+        posterior.base, posterior.mean, posterior.chol, posterior.student_voter[1:],
+        posterior.question_category,
     )
     short.save(copy)
     meta = json.loads((copy / "world.json").read_text())
     meta["info"]["votes"]["posterior_sha256"] = short.digest()
     (copy / "world.json").write_text(json.dumps(meta))
-    with pytest.raises(WorldFormatError, match="posterior mean must have shape"):
+    with pytest.raises(WorldFormatError, match="posterior student_voter must have shape"):
         get_world(str(copy), 1)

@@ -5,7 +5,8 @@
   prompt ``q`` fitted without the arrival's voter (what a router could know without the user),
   centered over personas and divided by one standard deviation over the whole world.
 - ``U``, ``P``, ``u``: drawn from the voters' posteriors (`prefduel.worlds.votes.draw_arrivals`).
-- ``students``: the voters that arrive; ``questions``: the prompts the rounds replay, with
+- ``students``: one per arrival (as in TutorSim, where many students share a profile), each a
+  user drawn from one voter's posterior; ``questions``: the prompts the rounds replay, with
   their category; ``personas``: the chosen models.
 """
 
@@ -51,14 +52,15 @@ def world_of(
     """
     battles, category = selection.battles, selection.category
     layout = arrival_layout(battles, selection.voters, arrivals=arrivals, rounds=rounds, seed=seed)
-    used, student_index = np.unique(layout.voter, return_inverse=True)
+    used, student_voter = np.unique(layout.voter, return_inverse=True)
+    student_index = np.arange(arrivals, dtype=np.int64)
     keys, question_index = _questions(battles.prompts, category, layout)
     phi, g_scale = _features(battles, category, model, selection.voters, layout)
-    chol = model.covariance_cholesky()
     posterior = VotesPosterior(
         base=model.base,
         mean=model.delta[used],
-        chol=chol[used],
+        chol=model.covariance_cholesky()[used],
+        student_voter=student_voter.astype(np.int64),
         question_category=np.array([c for _, c in keys], dtype=np.int64),
     )
     utility, prob, uniforms = draw_arrivals(posterior, student_index, question_index, seed)
@@ -89,9 +91,9 @@ def world_of(
         U=utility,
         P=prob,
         u=uniforms,
-        student_index=student_index.astype(np.int64),
+        student_index=student_index,
         question_index=question_index,
-        students=_students(log, selection, model, used),
+        students=_students(selection, model, layout.voter),
         questions=_question_table(keys, log.categories),
         personas=[
             {"id": m, "name": m, "prompt": "", "votes": int(v)}
@@ -153,11 +155,34 @@ def _features(
     return phi, scale
 
 
-def _students(
-    log: VoteLog, selection: Selection, model: VoteModel, used: np.ndarray
-) -> list[dict[str, Any]]:
-    """One entry per arriving voter: id, votes, and the model their posterior mean favours
-    (on their own mix of categories), which is also their ``profile``."""
+def _students(selection: Selection, model: VoteModel, voter: np.ndarray) -> list[dict[str, Any]]:
+    """One entry per arrival: its voter, their votes, and the model their posterior mean
+    favours (on their own mix of categories), which is also the ``profile``. An arrival's id is
+    its voter's, numbered (``#1``, ``#2``, ...) when the voter arrives more than once."""
+    battles = selection.battles
+    favourite = _favourites(selection, model)
+    arrivals_of = np.bincount(voter, minlength=selection.voters.size)
+    seen = np.zeros(selection.voters.size, dtype=np.int64)
+    students = []
+    for v in voter.tolist():
+        seen[v] += 1
+        name, best = battles.users[selection.voters[v]], battles.models[favourite[v]]
+        votes = int(selection.votes[v])
+        students.append({
+            "id": name if arrivals_of[v] == 1 else f"{name}#{seen[v]}",
+            "voter": name,
+            "name": name,
+            "profile": f"prefers {best}",
+            "description": f"a user drawn from voter {name}'s posterior ({votes} votes among "
+            f"the world's models; prefers {best} on average)",
+            "votes": votes,
+        })
+    return students
+
+
+def _favourites(selection: Selection, model: VoteModel) -> np.ndarray:
+    """``(V,)`` the model each kept voter's posterior mean favours on their own mix of
+    categories."""
     battles = selection.battles
     n_categories = model.gamma.shape[0]
     slot = np.full(battles.n_users, -1, dtype=np.int64)
@@ -168,20 +193,7 @@ def _students(
         minlength=selection.voters.size * n_categories,
     ).reshape(selection.voters.size, n_categories)
     mix = mix / np.maximum(mix.sum(axis=1, keepdims=True), 1)
-    favourite = np.argmax(mix @ model.base + model.delta, axis=1)
-    students = []
-    for v in used.tolist():
-        voter, best = battles.users[selection.voters[v]], battles.models[favourite[v]]
-        votes = int(selection.votes[v])
-        students.append({
-            "id": voter,
-            "name": voter,
-            "profile": f"prefers {best}",
-            "description": f"voter {voter} of the log: {votes} votes among the world's "
-            f"models; prefers {best} (posterior mean)",
-            "votes": votes,
-        })
-    return students
+    return np.argmax(mix @ model.base + model.delta, axis=1)
 
 
 __all__ = ["MAX_QUESTION_CHARS", "world_of"]

@@ -11,12 +11,14 @@ array                       shape           meaning
                                             of ``C`` prompt categories (logits)
 ``mean``                    ``V x K``       each voter's posterior mean deviation
 ``chol``                    ``V x K x K``   lower Cholesky factor of its posterior covariance
-``question_category``       ``Q``           the category of each question
+``student_voter``           ``n``           the voter of each of the world's ``students``
+``question_category``       ``Q``           the category of each of its ``questions``
 ==========================  ==============  ==============================================
 
-Voters are the world's ``students`` (``V`` rows), questions its ``questions`` (``Q`` rows).
-An arrival of voter ``v`` draws its strengths once, ``theta = base[c] + mean[v] + chol[v] z``
-with ``z ~ N(0, I)``, on every round's category ``c``; its utilities are
+Each arrival is a student of its own (as in TutorSim, where students share a profile): a user
+drawn from one voter's posterior, as far as the log can tell. An arrival of voter ``v`` draws
+its strengths once, ``theta = base[c] + mean[v] + chol[v] z`` with ``z ~ N(0, I)``, on every
+round's category ``c``; its utilities are
 ``U = clip(0.5 + (theta - mean_p theta) / 8, 0, 1)`` (TutorSim's common scale) and its clicks
 follow Bradley-Terry on the strengths, ``P[a, b] = s(theta_a - theta_b)``.
 
@@ -47,7 +49,7 @@ GENERATOR = "votes"
 #: The folder of a world's vote-log files, and the posterior's file in it.
 FOLDER = "votes"
 POSTERIOR_FILE = "posterior.npz"
-POSTERIOR_ARRAYS = ("base", "mean", "chol", "question_category")
+POSTERIOR_ARRAYS = ("base", "mean", "chol", "student_voter", "question_category")
 #: Logits spanning the unit interval of utilities (TutorSim's ``bt_scale``).
 UTILITY_SCALE = 8.0
 
@@ -73,6 +75,7 @@ class VotesPosterior:
     base: np.ndarray
     mean: np.ndarray
     chol: np.ndarray
+    student_voter: np.ndarray
     question_category: np.ndarray
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -81,6 +84,7 @@ class VotesPosterior:
             "base": np.ascontiguousarray(self.base, dtype=np.float64),
             "mean": np.ascontiguousarray(self.mean, dtype=np.float64),
             "chol": np.ascontiguousarray(self.chol, dtype=np.float64),
+            "student_voter": np.ascontiguousarray(self.student_voter, dtype=np.int64),
             "question_category": np.ascontiguousarray(self.question_category, dtype=np.int64),
         }
 
@@ -101,24 +105,27 @@ class VotesPosterior:
             WorldFormatError: naming the array at fault.
         """
         c = self.base.shape[0] if self.base.ndim == 2 else 0
-        v, q = len(world.students), len(world.questions)
+        v = self.mean.shape[0] if self.mean.ndim == 2 else 0
         expect = {
             "base": (c, world.K),
             "mean": (v, world.K),
             "chol": (v, world.K, world.K),
-            "question_category": (q,),
+            "student_voter": (len(world.students),),
+            "question_category": (len(world.questions),),
         }
         for name, shape in expect.items():
             got = getattr(self, name).shape
-            if got != shape or c < 1:
+            if got != shape or min(c, v) < 1:
                 raise WorldFormatError(
                     f"{where}: posterior {name} must have shape {shape}, got {got}"
                 )
         for name in ("base", "mean", "chol"):
             if not np.all(np.isfinite(getattr(self, name))):
                 raise WorldFormatError(f"{where}: posterior {name} contains NaN or infinity")
-        if q and not 0 <= self.question_category.min() <= self.question_category.max() < c:
-            raise WorldFormatError(f"{where}: question_category points outside base")
+        for name, top in (("student_voter", v), ("question_category", c)):
+            values = getattr(self, name)
+            if values.size and not 0 <= values.min() <= values.max() < top:
+                raise WorldFormatError(f"{where}: posterior {name} points outside its table")
         if not np.allclose(self.chol, np.tril(self.chol)) or np.any(
             np.diagonal(self.chol, axis1=1, axis2=2) <= 0
         ):
@@ -177,7 +184,7 @@ def draw_arrivals(
 
     Args:
         posterior: The world's posterior.
-        student_index: ``(N,)`` the voter of each arrival.
+        student_index: ``(N,)`` the student of each arrival.
         question_index: ``(N, S)`` the question of each round.
         seed: Seed of ``stream(seed, "votes-world", "utilities" | "clicks")``.
 
@@ -186,9 +193,8 @@ def draw_arrivals(
     """
     n, k = student_index.shape[0], posterior.base.shape[1]
     z = stream(seed, "votes-world", "utilities").standard_normal((n, k))
-    deviation = posterior.mean[student_index] + np.einsum(
-        "nij,nj->ni", posterior.chol[student_index], z
-    )
+    voter = posterior.student_voter[student_index]
+    deviation = posterior.mean[voter] + np.einsum("nij,nj->ni", posterior.chol[voter], z)
     theta = posterior.base[posterior.question_category[question_index]] + deviation[:, None, :]
     utility = np.clip(
         0.5 + (theta - theta.mean(axis=-1, keepdims=True)) / UTILITY_SCALE, 0.0, 1.0
