@@ -125,3 +125,10 @@ def test_the_posterior_must_fit_the_world(votes_world, tmp_path):
     (copy / "world.json").write_text(json.dumps(meta))
     with pytest.raises(WorldFormatError, match="posterior student_voter must have shape"):
         get_world(str(copy), 1)
+
+
+def test_load_world_points_to_get_world_for_the_replicates(votes_world):
+    stored = load_world(votes_world)
+    assert load_world(votes_world, seed=stored.seed).digest() == stored.digest()
+    with pytest.raises(WorldFormatError, match=r"built from a vote log: get_world\("):
+        load_world(votes_world, seed=stored.seed + 1)

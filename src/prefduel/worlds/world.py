@@ -237,7 +237,8 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
     Raises:
         WorldFormatError: if a file is missing, unreadable, of another format, or its arrays do
             not match their recorded digests; for a roster id or roster file the message
-            names ``get_world``.
+            names ``get_world``, which also draws the replicates of a world built from a vote
+            log (`prefduel.worlds.votes`), refused here.
     """
     given = str(path)
     path = Path(path)
@@ -275,6 +276,12 @@ def load_world(path: str | Path, seed: int | None = None) -> World:
             f"stored world {path}: world.json records shape {shape!r} but the arrays have {actual}"
         )
     world.validate(where=f"stored world {path}")
+    if seed is not None and seed != world.seed and world.info.get("generator") == "votes":
+        # its replicates redraw utilities from a posterior that only `worlds.votes` reads
+        raise WorldFormatError(
+            f"stored world {path} was built from a vote log: get_world({str(path)!r}, {seed}) "
+            "draws its replicates (load_world would keep the stored utilities)"
+        )
     return world if seed is None else replicate(world, seed)
 
 
