@@ -138,6 +138,11 @@ def test_the_cli_builds_and_the_world_runs_like_any_world(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "built from a vote log" in table
     assert main(["report", str(results), "--out", str(tmp_path / "report")]) == 0
+    board = ["leaderboard", "--worlds", str(world), "--seeds", "0-1", "--policies",
+             "random,notransfer", "--results", str(results), "--md", str(tmp_path / "lb.md"),
+             "--csv", str(tmp_path / "lb.csv"), "--jobs", "1", "--no-progress"]
+    assert main(board) == 0
+    assert "built from a vote log" in (tmp_path / "lb.md").read_text()
     assert main(["play", "--world", str(world), "--seed", "1", "--out",
                  str(tmp_path / "play.html")]) == 0
     assert main(["replay", str(results), "--world", str(world), "--seed", "1", "--policy",

@@ -64,26 +64,7 @@ def world_of(
         question_category=np.array([c for _, c in keys], dtype=np.int64),
     )
     utility, prob, uniforms = draw_arrivals(posterior, student_index, question_index, seed)
-    info = {
-        "generator": GENERATOR,
-        "version": __version__,
-        "votes": {
-            "posterior_sha256": posterior.digest(),
-            "rounds": rounds,
-            "arrivals": arrivals,
-            "voters_arriving": int(used.size),
-            "features": {
-                "phi": "[e_p, g]: g is the global strength of each model on the prompt's "
-                "category fitted without the arrival's voter, centered over personas, divided "
-                "by g_scale",
-                "g_scale": g_scale,
-            },
-            "utility": {
-                "scale": UTILITY_SCALE,
-                "clipped_share": float(np.mean((utility == 0.0) | (utility == 1.0))),
-            },
-        },
-    }
+    info = _info(posterior, rounds, arrivals, int(used.size), g_scale, utility)
     world = World(
         roster=name,
         seed=seed,
@@ -102,6 +83,37 @@ def world_of(
         info=info,
     )
     return world, posterior
+
+
+def _info(
+    posterior: VotesPosterior,
+    rounds: int,
+    arrivals: int,
+    voters: int,
+    g_scale: float,
+    utility: np.ndarray,
+) -> dict[str, Any]:
+    """The world's ``info`` before the provenance is added (`prefduel.voteworlds.build`)."""
+    return {
+        "generator": GENERATOR,
+        "version": __version__,
+        "votes": {
+            "posterior_sha256": posterior.digest(),
+            "rounds": rounds,
+            "arrivals": arrivals,
+            "voters_arriving": voters,
+            "features": {
+                "phi": "[e_p, g]: g is the global strength of each model on the prompt's "
+                "category fitted without the arrival's voter, centered over personas, divided "
+                "by g_scale",
+                "g_scale": g_scale,
+            },
+            "utility": {
+                "scale": UTILITY_SCALE,
+                "clipped_share": float(np.mean((utility == 0.0) | (utility == 1.0))),
+            },
+        },
+    }
 
 
 def _questions(
