@@ -110,8 +110,13 @@ def refuse_build_options(args: argparse.Namespace) -> None:
 
 def cmd_worlds_build(args: argparse.Namespace, out: TextIO) -> int:
     """Build the world, printing what was read, chosen and checked."""
-    from prefduel.voteworlds import BuildSettings, LogOptions, build_votes_world, check_text
-    from prefduel.voteworlds.report import build_summary
+    from prefduel.voteworlds import (
+        BuildSettings,
+        LogOptions,
+        build_summary,
+        build_votes_world,
+        check_text,
+    )
 
     if args.rosters != [BUILD]:
         raise SpecError(f"worlds build: takes no names, got {' '.join(args.rosters[1:])}")

@@ -11,21 +11,18 @@ This subpackage imports ``core``, ``ranking`` and ``worlds`` (docs/design.md, se
 is the one place where a fitted model of a vote log becomes a world.
 """
 
-from prefduel.voteworlds.build import (
-    MIN_VOTERS,
-    BuildResult,
-    BuildSettings,
-    LogOptions,
-    build_votes_world,
-    check_out,
-)
+from prefduel.voteworlds.build import BuildResult, build_summary, build_votes_world, check_out
 from prefduel.voteworlds.report import check_text
+from prefduel.voteworlds.selection import MIN_VOTERS, Selection
+from prefduel.voteworlds.settings import BuildSettings, LogOptions
 
 __all__ = [
     "MIN_VOTERS",
     "BuildResult",
     "BuildSettings",
     "LogOptions",
+    "Selection",
+    "build_summary",
     "build_votes_world",
     "check_out",
     "check_text",

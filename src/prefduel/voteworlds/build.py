@@ -19,106 +19,23 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from prefduel.core.document import number
 from prefduel.core.errors import SpecError
 from prefduel.core.outputs import output_dir
-from prefduel.core.rng import SEED_LIMIT
-from prefduel.ranking.battle_schema import BattleSchema
-from prefduel.ranking.battles import Battles
-from prefduel.ranking.errors import RankingError
 from prefduel.ranking.vote_check import holdout_check, rho_check
-from prefduel.ranking.vote_log import AUTO_CATEGORY_COLUMN, VoteLog, read_vote_log
-from prefduel.ranking.vote_model import VoteModel, among_models, fit_vote_model, top_models
+from prefduel.ranking.vote_log import VoteLog, read_vote_log
+from prefduel.ranking.vote_model import VoteModel, fit_vote_model
 from prefduel.voteworlds.layout import default_arrivals, default_rounds
 from prefduel.voteworlds.report import write_check
+from prefduel.voteworlds.selection import Selection, select
+from prefduel.voteworlds.settings import BuildSettings, LogOptions
 from prefduel.voteworlds.world_arrays import world_of
 from prefduel.worlds.votes import VotesPosterior
-from prefduel.worlds.world import MAX_ARRIVALS, MAX_DIMS, World
-
-#: Fewest voters a world is built from (one voter has nobody to transfer from).
-MIN_VOTERS = 2
-
-
-@dataclass(frozen=True)
-class LogOptions:
-    """How the vote log is read: `prefduel.ranking.vote_log.read_vote_log`'s settings."""
-
-    schema: BattleSchema = field(default_factory=lambda: BattleSchema(min_model_battles=5))
-    fmt: str | None = None
-    encoding_errors: str = "error"
-    category: str | None = AUTO_CATEGORY_COLUMN
-    auto_category: bool = True
-
-
-@dataclass(frozen=True)
-class BuildSettings:
-    """What the world is made of.
-
-    Attributes:
-        models: ``K``, the models with the most votes that become the personas.
-        min_votes: Votes among those models a voter needs to be kept.
-        rounds: ``S``; None: 24, or the median kept voter's votes when fewer.
-        arrivals: ``N``; None: every kept voter once, at most 2,000.
-        seed: The world's seed (its layout and draws) and the seed of the fits.
-        folds: Folds of the held-out check.
-        replicates: Logs replicated from the world for the correlation check.
-    """
-
-    models: int = 6
-    min_votes: int = 10
-    rounds: int | None = None
-    arrivals: int | None = None
-    seed: int = 0
-    folds: int = 5
-    replicates: int = 5
-
-    def __post_init__(self) -> None:
-        bounds = {
-            "models": (2, MAX_DIMS["K"]),
-            "min_votes": (1, 1_000_000),
-            "rounds": (1, MAX_DIMS["S"]),
-            "arrivals": (1, MAX_ARRIVALS),
-            "seed": (0, SEED_LIMIT - 1),
-            "folds": (2, 100),
-            "replicates": (1, 100),
-        }
-        for name, (low, high) in bounds.items():
-            value = getattr(self, name)
-            if value is None and name in ("rounds", "arrivals"):
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise SpecError(
-                    f"worlds build: {name} must be an integer from {low:,} to {high:,}, "
-                    f"got {value!r}"
-                )
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The models and voters a world is made of.
-
-    Attributes:
-        battles: The battles among the chosen models (models re-indexed in vote order).
-        category: ``(n,)`` their categories.
-        models: ``(K,)`` the chosen models (indices into the log's models).
-        model_votes: ``(K,)`` battles of each in the whole log.
-        voters: ``(V,)`` the kept voters (indices into ``battles.users``).
-        dropped: Voters with a vote among the chosen models but fewer than ``min_votes``.
-        votes: ``(V,)`` votes of each kept voter among the chosen models.
-    """
-
-    battles: Battles
-    category: np.ndarray
-    models: np.ndarray
-    model_votes: np.ndarray
-    voters: np.ndarray
-    dropped: int
-    votes: np.ndarray
+from prefduel.worlds.world import World
 
 
 @dataclass
@@ -157,43 +74,6 @@ def check_out(out: str | Path) -> Path:
         raise SpecError(f"worlds build: --out {out} cannot be created: {ancestor} is a file")
     output_dir(ancestor, f"worlds build: --out {out} cannot be created: the folder", SpecError)
     return out
-
-
-def select(log: VoteLog, settings: BuildSettings, notes: list[str]) -> Selection:
-    """The ``K`` models with the most votes and the voters with enough votes among them.
-
-    Raises:
-        RankingError: fewer than 2 models, or fewer than `MIN_VOTERS` voters kept.
-    """
-    full = log.battles
-    models = top_models(full, settings.models)
-    if models.size < settings.models:
-        notes.append(
-            f"the log has only {models.size} models after the row checks, so the world has "
-            f"K = {models.size} personas (asked for {settings.models})"
-        )
-    counts = np.bincount(full.a, minlength=full.n_models) + np.bincount(
-        full.b, minlength=full.n_models
-    )
-    battles, kept = among_models(full, models)
-    votes = battles.votes_per_user()
-    voters = np.flatnonzero(votes >= settings.min_votes)
-    if voters.size < MIN_VOTERS:
-        raise RankingError(
-            f"{full.source}: {voters.size} voter(s) cast at least {settings.min_votes} votes "
-            f"among the {models.size} models with the most votes; a world needs at least "
-            f"{MIN_VOTERS} (the most active cast {int(votes.max(initial=0))}); lower "
-            "--min-votes, or raise --models"
-        )
-    return Selection(
-        battles=battles,
-        category=log.category[kept],
-        models=models,
-        model_votes=counts[models],
-        voters=voters,
-        dropped=int(np.sum((votes > 0) & (votes < settings.min_votes))),
-        votes=votes[voters],
-    )
 
 
 def predictive_check(
@@ -263,6 +143,35 @@ def build_votes_world(
     return BuildResult(out, world, log, selection, model, check, notes)
 
 
+def build_summary(result: BuildResult) -> str:
+    """What a build chose and made, in a few lines for the terminal (before the check)."""
+    sel, model, world = result.selection, result.model, result.world
+    models = ", ".join(
+        f"{m} ({v:,})" for m, v in zip(sel.battles.models, sel.model_votes.tolist(), strict=True)
+    )
+    categories = result.log.categories
+    cats = (
+        f"{len(categories)} from column {result.log.category_column!r} (effects shrunk by "
+        f"tau {number(model.tau_category, 2)} logits)"
+        if len(categories) > 1
+        else "none (one prompt category)"
+    )
+    arriving = world.info["votes"]["voters_arriving"]
+    lines = [
+        f"models: the {world.K} with the most votes, in order: {models}",
+        f"voters: {sel.voters.size:,} kept (at least {world.info['votes']['settings']['min_votes']}"
+        f" votes among these models), {sel.dropped:,} dropped (fewer)",
+        f"categories: {cats}",
+        f"fit: each voter's deviation from the global strengths shrunk by tau "
+        f"{number(model.tau, 2)} logits ({sel.battles.n:,} votes among the models)",
+        f"world: {world.N:,} arrivals ({arriving:,} voters) x {world.S} rounds x {world.K} "
+        f"personas, d = {world.d}; each seed re-orders the arrivals and redraws their "
+        "utilities from the voters' posteriors",
+    ]
+    lines += [f"note: {note}" for note in result.notes]
+    return "\n".join(lines) + "\n"
+
+
 def _provenance(
     log: VoteLog,
     selection: Selection,
@@ -322,14 +231,4 @@ def _write(world: World, posterior: VotesPosterior, check: dict[str, Any], out: 
         raise
 
 
-__all__ = [
-    "MIN_VOTERS",
-    "BuildResult",
-    "BuildSettings",
-    "LogOptions",
-    "Selection",
-    "build_votes_world",
-    "check_out",
-    "predictive_check",
-    "select",
-]
+__all__ = ["BuildResult", "build_summary", "build_votes_world", "check_out", "predictive_check"]

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prefduel.core.document import Table, number
 from prefduel.core.document_text import markdown_escape, table_markdown, table_text
 from prefduel.worlds.votes import FOLDER
 from prefduel.worlds.world import World
-
-if TYPE_CHECKING:
-    from prefduel.voteworlds.build import BuildResult
 
 CHECK_JSON = "check.json"
 CHECK_MD = "check.md"
@@ -112,39 +109,9 @@ def write_check(check: dict[str, Any], world: World, folder: Path) -> tuple[Path
     return json_path, md_path
 
 
-def build_summary(result: BuildResult) -> str:
-    """What a build chose and made, in a few lines for the terminal (before the check)."""
-    sel, model, world = result.selection, result.model, result.world
-    models = ", ".join(
-        f"{m} ({v:,})" for m, v in zip(sel.battles.models, sel.model_votes.tolist(), strict=True)
-    )
-    categories = result.log.categories
-    cats = (
-        f"{len(categories)} from column {result.log.category_column!r} (effects shrunk by "
-        f"tau {number(model.tau_category, 2)} logits)"
-        if len(categories) > 1
-        else "none (one prompt category)"
-    )
-    arriving = world.info["votes"]["voters_arriving"]
-    lines = [
-        f"models: the {world.K} with the most votes, in order: {models}",
-        f"voters: {sel.voters.size:,} kept (at least {world.info['votes']['settings']['min_votes']}"
-        f" votes among these models), {sel.dropped:,} dropped (fewer)",
-        f"categories: {cats}",
-        f"fit: each voter's deviation from the global strengths shrunk by tau "
-        f"{number(model.tau, 2)} logits ({sel.battles.n:,} votes among the models)",
-        f"world: {world.N:,} arrivals ({arriving:,} voters) x {world.S} rounds x {world.K} "
-        f"personas, d = {world.d}; each seed re-orders the arrivals and redraws their "
-        "utilities from the voters' posteriors",
-    ]
-    lines += [f"note: {note}" for note in result.notes]
-    return "\n".join(lines) + "\n"
-
-
 __all__ = [
     "CHECK_JSON",
     "CHECK_MD",
-    "build_summary",
     "check_text",
     "holdout_table",
     "rho_table",

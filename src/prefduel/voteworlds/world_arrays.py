@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -20,11 +20,9 @@ from prefduel import __version__
 from prefduel.ranking.vote_log import VoteLog
 from prefduel.ranking.vote_model import VoteModel, leave_one_out_strengths
 from prefduel.voteworlds.layout import Layout, arrival_layout
+from prefduel.voteworlds.selection import Selection
 from prefduel.worlds.votes import GENERATOR, UTILITY_SCALE, VotesPosterior, draw_arrivals
 from prefduel.worlds.world import World
-
-if TYPE_CHECKING:
-    from prefduel.voteworlds.build import Selection
 
 #: Longest prompt text kept in a world's question table (characters).
 MAX_QUESTION_CHARS = 2000
