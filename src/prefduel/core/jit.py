@@ -5,12 +5,22 @@ does not set ``PREFDUEL_NUMBA=0``. Kernels are plain Python functions decorated 
 `compiled`: with numba they are compiled (with numba's on-disk cache), without it they stay as
 written, so that every module still imports; callers then take their numpy path instead
 (`ENABLED` is read at call time, so a test may switch it).
+
+numba's on-disk cache knows only the file of each function: a cached kernel that calls a
+compiled function of another file keeps the old callee after that file changes (a checkout's
+``core/laplace.py`` edited under ``policies/coduel/kernels.py``), which fails at run time
+(``NRT_adapt_ndarray_to_python: descr is NULL``) or computes with old code. So the package's
+cache files are cleared whenever any file of compiled code changes (`clear_stale_caches`,
+run once at import).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 try:  # optional extra
@@ -43,3 +53,51 @@ def compiled(**options: Any) -> Callable[[Callable], Callable]:
             return njit(cache=False, **options)(fn)
 
     return wrap
+
+
+#: The stamp of the compiled sources that the package's numba caches were made from.
+STAMP_NAME = "prefduel-compiled-sources.sha256"
+
+
+def compiled_sources(root: Path) -> list[Path]:
+    """The files whose code numba compiles: every module that imports this one, and ``core``
+    (whose scalar helpers, such as ``btl.sigmoid_scalar``, are compiled where they are used)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.parent.name == "core" or "prefduel.core.jit" in text or "core import jit" in text:
+            found.append(path)
+    return found
+
+
+def clear_stale_caches(root: Path) -> bool:
+    """Remove the numba cache files under ``root`` when its compiled sources changed since
+    they were made (see the module docstring); returns whether any were removed.
+
+    Args:
+        root: The package folder (``prefduel/``).
+    """
+    sources = compiled_sources(root)
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    stamp = root / "core" / "__pycache__" / STAMP_NAME
+    with contextlib.suppress(OSError):
+        if stamp.read_text() == digest.hexdigest():
+            return False
+    removed = False
+    for folder in {path.parent / "__pycache__" for path in sources}:
+        for cached in (*folder.glob("*.nbi"), *folder.glob("*.nbc")):
+            with contextlib.suppress(OSError):  # another process may be clearing too
+                cached.unlink()
+                removed = True
+    with contextlib.suppress(OSError):  # a read-only install: numba caches elsewhere
+        stamp.parent.mkdir(exist_ok=True)
+        stamp.write_text(digest.hexdigest())
+    return removed
+
+
+if ENABLED:
+    with contextlib.suppress(OSError):
+        clear_stale_caches(Path(__file__).resolve().parents[1])
