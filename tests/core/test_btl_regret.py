@@ -246,3 +246,21 @@ def test_score_anchors_and_linearity():
 def test_score_undefined_when_random_equals_floor(r_rand, g):
     with pytest.raises(ValueError, match="undefined"):
         score(1.0, r_rand, g)
+
+
+def test_sigmoid_is_the_two_sided_formula_to_the_bit():
+    """``1 / (1 + exp(-x))`` for ``x >= 0`` and ``exp(x) / (1 + exp(x))`` below, computed on
+    each side alone: worlds are generated with it, so its bits are fixed."""
+    rng = np.random.default_rng(7)
+    for n in (1, 7, 17, 24001):
+        x = rng.normal(scale=rng.choice([0.1, 3.0, 40.0, 800.0]), size=n)
+        x[: min(n, 3)] = [0.0, -0.0, 5.0][: min(n, 3)]
+        want = np.empty(n)
+        pos = x >= 0
+        want[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
+        ex = np.exp(x[~pos])
+        want[~pos] = ex / (1.0 + ex)
+        np.testing.assert_array_equal(sigmoid(x), want)
+    np.testing.assert_array_equal(sigmoid([-np.inf, np.inf]), [0.0, 1.0])
+    assert np.isnan(sigmoid(np.nan))
+    assert sigmoid(0.3).shape == ()

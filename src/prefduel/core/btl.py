@@ -33,12 +33,8 @@ def sigmoid(x: np.ndarray | float) -> np.ndarray:
     exactly 0 before ``x`` is below about -745).
     """
     x = np.asarray(x, dtype=float)
-    out = np.empty_like(x)
-    pos = x >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
-    ex = np.exp(x[~pos])
-    out[~pos] = ex / (1.0 + ex)
-    return out
+    e = np.exp(-np.abs(x))  # exp(-x) where x >= 0, exp(x) below: never overflows
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
 
 def sigmoid_scalar(x: float) -> float:
