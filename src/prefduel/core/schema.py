@@ -19,7 +19,8 @@ Three entry points:
 
 Field types shared by the configs: `Integer`, `Real` (finite; ints become floats), `Number`
 (finite; an int stays an int, so request parameters hash as they were written), `Text` (a
-stripped, non-empty string; numbers are accepted as text) and `BlankText` (may be empty).
+stripped, non-empty string; numbers are accepted as text), `BlankText` (may be empty) and
+`Switch` (``on``/``off`` or true/false, stored as a bool).
 ``Annotated[float, Noun("seconds")]`` words a field's messages as "expected seconds > 0".
 """
 
@@ -95,6 +96,18 @@ Number = Annotated[float, Strict(), Field(allow_inf_nan=False), WrapValidator(_k
 BlankText = Annotated[str, BeforeValidator(_number_as_text), Strict(), AfterValidator(_stripped)]
 #: A stripped, non-empty string; numbers are accepted as their text.
 Text = Annotated[BlankText, AfterValidator(_non_empty)]
+
+
+def _on_off(value: Any) -> Any:
+    if value is True or value == "on":
+        return True
+    if value is False or value == "off":
+        return False
+    raise PydanticCustomError("switch", "expected on or off, got {value}", {"value": repr(value)})
+
+
+#: A switch: ``on``/``off`` (or true/false), stored as a bool.
+Switch = Annotated[bool, BeforeValidator(_on_off)]
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -422,6 +435,7 @@ __all__ = [
     "Number",
     "Problem",
     "Real",
+    "Switch",
     "Text",
     "describe",
     "error_at",

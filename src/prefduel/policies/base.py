@@ -15,15 +15,18 @@ The runner never shows a policy utilities, profiles or click probabilities.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import BaseModel, Field, create_model
 
 from prefduel.core.errors import PolicyError
 from prefduel.core.rng import stream
+from prefduel.core.schema import FORBID_EXTRA, Integer, Real, validate
 
 #: Keys of the ``context`` dict given to `Policy.reset`.
 CONTEXT_KEYS = ("K", "d", "S", "N", "beta", "b")
@@ -42,14 +45,39 @@ class PolicyProtocol(Protocol):
     def end_student(self) -> None: ...
 
 
+#: Setting types of policies (with `prefduel.core.schema`'s, for `Policy.SETTINGS`).
+Positive = Annotated[Real, Field(gt=0)]
+NonNegative = Annotated[Real, Field(ge=0)]
+Count = Annotated[Integer, Field(ge=1)]
+NonNegativeCount = Annotated[Integer, Field(ge=0)]
+
+
 class Policy:
     """Convenience base class: stores ``rng`` and ``context`` and does nothing else.
 
     Subclasses override `select` and usually `update`. Constructors only store
     settings; `reset` builds all state, so one instance can be run many times.
+
+    A policy's settings are declared once, in its class's `SETTINGS` (name -> type with its
+    bounds, in `prefduel.core.schema`'s types; scikit-learn's parameter constraints are the
+    model), and stored by `configure`, which checks them through the schema layer. A subclass
+    adds its own settings to those of its bases.
     """
 
     name = "policy"
+    #: Setting name -> its type and bounds (e.g. ``Annotated[Real, Field(gt=0)]``).
+    SETTINGS: ClassVar[dict[str, Any]] = {}
+
+    def configure(self, **values: Any) -> None:
+        """Check settings against the class's declarations and store them as attributes.
+
+        Raises:
+            ValueError: naming the policy, the setting, what was expected and what arrived
+                (the policy loader turns it into a `prefduel.core.errors.SpecError`).
+        """
+        checked = check_settings(type(self), values)
+        for key, value in checked.items():
+            setattr(self, key, value)
 
     def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
         """Start a run: ``context`` has K (personas), d (features), S (rounds per user),
@@ -70,6 +98,35 @@ class Policy:
 
     def end_student(self) -> None:
         """The user leaves."""
+
+
+def declared_settings(cls: type) -> dict[str, Any]:
+    """Every setting a policy class declares, its bases' first (`Policy.SETTINGS`)."""
+    merged: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        merged.update(vars(klass).get("SETTINGS", {}))
+    return merged
+
+
+@functools.cache
+def _settings_model(cls: type, names: tuple[str, ...]) -> type[BaseModel]:
+    declared = declared_settings(cls)
+    unknown = [n for n in names if n not in declared]
+    if unknown:
+        raise TypeError(f"{cls.__name__}: settings {unknown} are not declared in SETTINGS")
+    fields = {n: (declared[n], ...) for n in names}
+    return create_model(getattr(cls, "name", cls.__name__), __config__=FORBID_EXTRA, **fields)
+
+
+def check_settings(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` checked against ``cls``'s declared settings (`declared_settings`).
+
+    Raises:
+        ValueError: ``NAME: SETTING: expected ..., got ...``.
+    """
+    model = _settings_model(cls, tuple(values))
+    checked = validate(model, values, error=ValueError, source=getattr(cls, "name", ""))
+    return {name: getattr(checked, name) for name in values}
 
 
 def validate_pair(pair: Any, k: int) -> tuple[int, int]:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar, Literal
+
 import numpy as np
 
 from prefduel.core.btl import top_two
-from prefduel.policies.base import Policy
+from prefduel.policies.base import Policy, Positive
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
 
@@ -24,14 +26,13 @@ class _LaplaceLearner(Policy):
 
     name = "laplace"
     resets_per_student = True
+    SETTINGS: ClassVar[dict[str, Any]] = {
+        "rule": Literal[RULES],
+        "prior_var": Positive,
+    }
 
     def __init__(self, rule: str = "greedy", prior_var: float = 1.0) -> None:
-        if rule not in RULES:
-            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-        if not isinstance(prior_var, int | float) or isinstance(prior_var, bool) or prior_var <= 0:
-            raise ValueError(f"prior_var must be a number > 0, got {prior_var!r}")
-        self.rule = rule
-        self.prior_var = float(prior_var)
+        self.configure(rule=rule, prior_var=prior_var)
 
     def reset(self, rng: np.random.Generator, context: dict) -> None:
         super().reset(rng, context)

@@ -78,7 +78,7 @@ def test_all_baselines_are_registered():
     [
         ("rucb:alpha=0", "alpha"),
         ("rucb:alpha=-1", "alpha"),
-        ("colstim:c=-1", "c must be"),
+        ("colstim:c=-1", "colstim: c: expected a number >= 0"),
         ("colstim:scale=big", "scale"),
         ("maxinp:beta=-0.5", "beta"),
         ("maxpair-ucb:beta=true", "beta"),

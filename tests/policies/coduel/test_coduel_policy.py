@@ -392,7 +392,7 @@ def test_the_same_seed_gives_identical_choices(world, spec):
 
 @pytest.mark.parametrize("value", ["1", "0", "1.0", "yes"])
 def test_switch_settings_accept_only_on_and_off(value):
-    with pytest.raises(SpecError, match="gate must be on or off"):
+    with pytest.raises(SpecError, match="gate: expected on or off"):
         load_policy(f"coduel:gate={value}")
 
 

@@ -118,9 +118,9 @@ def test_recal_settings_pass_check_policy():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("coduel:recal_scale=maybe", "recal_scale must be on or off"),
-        ("coduel:recal_prior=mixture", "recal_prior must be one of isotropic, population"),
-        ("coduel:pair=kgg", "pair must be one of lookahead, kg, greedy"),
+        ("coduel:recal_scale=maybe", "recal_scale: expected on or off"),
+        ("coduel:recal_prior=mixture", "recal_prior: expected one of 'isotropic' or 'population'"),
+        ("coduel:pair=kgg", "pair: expected one of 'lookahead', 'kg' or 'greedy'"),
     ],
 )
 def test_bad_recal_settings_are_named(spec, message):

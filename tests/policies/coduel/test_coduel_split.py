@@ -170,11 +170,11 @@ def test_population_settings_pass_check_policy():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("coduel:split=maybe", "split must be on or off"),
-        ("coduel:split_every=0", "split_every must be an integer > 0"),
-        ("coduel:split_every=2.5", "split_every must be an integer > 0"),
-        ("coduel:birth_margin=-1", "birth_margin must be a number >= 0"),
-        ("coduel:birth_margin=wide", "birth_margin must be a number >= 0"),
+        ("coduel:split=maybe", "split: expected on or off, got 'maybe'"),
+        ("coduel:split_every=0", "split_every: expected an integer >= 1, got 0"),
+        ("coduel:split_every=2.5", "split_every: expected an integer, got 2.5"),
+        ("coduel:birth_margin=-1", "birth_margin: expected a number >= 0"),
+        ("coduel:birth_margin=wide", "birth_margin: expected a number, got 'wide'"),
     ],
 )
 def test_bad_population_settings_are_named(spec, message):

@@ -1,36 +1,14 @@
-"""Shared pieces of the baselines: setting validators, pair widths, a per-user Laplace learner,
-and Gaussian algebra for hierarchical (meta-learned) priors."""
+"""Shared pieces of the baselines: pair widths, a per-user Laplace learner, and Gaussian
+algebra for hierarchical (meta-learned) priors."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from prefduel.policies.base import Policy
+from prefduel.policies.base import Policy, Positive
 from prefduel.policies.laplace import LaplaceBelief
-
-
-def positive(name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> Any:
-    """Return ``value`` if it is a number > 0 (>= 0 with ``allow_zero``), else raise.
-
-    Raises:
-        ValueError: saying what was expected and what arrived.
-    """
-    kinds = (int,) if integer else (int, float)
-    ok = isinstance(value, kinds) and not isinstance(value, bool)
-    if ok and np.isfinite(value) and (value > 0 or (allow_zero and value == 0)):
-        return value
-    what = "an integer" if integer else "a number"
-    bound = ">= 0" if allow_zero else "> 0"
-    raise ValueError(f"{name} must be {what} {bound}, got {value!r}")
-
-
-def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
-    """Return ``value`` if it is one of ``options``, else raise ValueError."""
-    if value not in options:
-        raise ValueError(f"{name} must be one of {options}, got {value!r}")
-    return value
 
 
 def pair_widths(Phi: np.ndarray, sigma: np.ndarray) -> np.ndarray:
@@ -113,9 +91,10 @@ class UserLaplacePolicy(Policy):
     """
 
     name = "user-laplace"
+    SETTINGS: ClassVar[dict[str, Any]] = {"prior_var": Positive}
 
     def __init__(self, prior_var: float = 1.0) -> None:
-        self.prior_var = float(positive("prior_var", prior_var))
+        self.configure(prior_var=prior_var)
 
     def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
         super().reset(rng, context)

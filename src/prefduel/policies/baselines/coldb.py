@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from prefduel.core.btl import sigmoid
-from prefduel.policies.base import Policy
-from prefduel.policies.baselines._common import argmax_pair, positive
+from prefduel.policies.base import NonNegative, NonNegativeCount, Policy, Positive
+from prefduel.policies.baselines._common import argmax_pair
 from prefduel.policies.baselines.linear_duel import maxpair_scores
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
@@ -92,6 +92,12 @@ class COLDB(Policy):
     """
 
     name = "coldb"
+    SETTINGS: ClassVar[dict[str, Any]] = {
+        "threshold": NonNegative,
+        "beta": NonNegative,
+        "prior_var": Positive,
+        "refit": NonNegativeCount,
+    }
 
     def __init__(
         self,
@@ -100,10 +106,7 @@ class COLDB(Policy):
         prior_var: float = 1.0,
         refit: int = 2,
     ) -> None:
-        self.threshold = float(positive("threshold", threshold, allow_zero=True))
-        self.beta = float(positive("beta", beta, allow_zero=True))
-        self.prior_var = float(positive("prior_var", prior_var))
-        self.refit = int(positive("refit", refit, integer=True, allow_zero=True))
+        self.configure(threshold=threshold, beta=beta, prior_var=prior_var, refit=refit)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -9,13 +9,15 @@ confidence width of a pair is ``||phi_i - phi_j||_Sigma`` (see `pair_widths`).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 
+from prefduel.policies.base import NonNegative
 from prefduel.policies.baselines._common import (
     UserLaplacePolicy,
     argmax_pair,
     pair_widths,
-    positive,
 )
 from prefduel.policies.loading import POLICIES
 
@@ -118,11 +120,11 @@ class CoLSTIM(UserLaplacePolicy):
     """
 
     name = "colstim"
+    SETTINGS: ClassVar[dict[str, Any]] = {"c": NonNegative, "scale": NonNegative}
 
     def __init__(self, c: float = 0.5, scale: float = 0.1, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
-        self.c = float(positive("c", c, allow_zero=True))
-        self.scale = float(positive("scale", scale, allow_zero=True))
+        self.configure(c=c, scale=scale)
 
     def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
         noise = self.scale * self.rng.gumbel(size=self.K) + _JITTER * self.rng.random(self.K)
@@ -148,10 +150,11 @@ class MaxInP(UserLaplacePolicy):
     """
 
     name = "maxinp"
+    SETTINGS: ClassVar[dict[str, Any]] = {"beta": NonNegative}
 
     def __init__(self, beta: float = 0.25, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
-        self.beta = float(positive("beta", beta, allow_zero=True))
+        self.configure(beta=beta)
 
     def candidates(self, Phi: np.ndarray) -> np.ndarray:
         """The current candidate set for features ``Phi`` (K x d), as a boolean mask ``(K,)``."""
@@ -182,10 +185,11 @@ class MaxPairUCB(UserLaplacePolicy):
     """
 
     name = "maxpair-ucb"
+    SETTINGS: ClassVar[dict[str, Any]] = {"beta": NonNegative}
 
     def __init__(self, beta: float = 0.5, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
-        self.beta = float(positive("beta", beta, allow_zero=True))
+        self.configure(beta=beta)
 
     def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
         scores = maxpair_scores(Phi, self.belief.mu, self.belief.sigma, self.beta)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from prefduel.policies.base import Policy
-from prefduel.policies.baselines._common import positive
+from prefduel.policies.base import Policy, Positive
 from prefduel.policies.loading import POLICIES
 
 
@@ -55,9 +54,10 @@ class RUCB(Policy):
     """
 
     name = "rucb"
+    SETTINGS: ClassVar[dict[str, Any]] = {"alpha": Positive}
 
     def __init__(self, alpha: float = 0.1) -> None:
-        self.alpha = float(positive("alpha", alpha))
+        self.configure(alpha=alpha)
 
     def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
         super().reset(rng, context)

@@ -10,18 +10,16 @@ with theta integrated out (`marginal_summary`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from prefduel.core.btl import top_two
-from prefduel.policies.base import Policy
+from prefduel.policies.base import Count, Policy, Positive
 from prefduel.policies.baselines._common import (
     UserLaplacePolicy,
-    choice,
     gaussian_sample,
     marginal_summary,
-    positive,
 )
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
@@ -71,10 +69,6 @@ def _rule_pair(
     return dueling_ts_pair(Phi, draw, jitter, draws)
 
 
-def _check_draws(draws: Any) -> int:
-    return int(positive("draws", draws, integer=True))
-
-
 @POLICIES.register("dts-laplace")
 class DuelingTSLaplace(UserLaplacePolicy):
     """Dueling Thompson sampling on a per-user Laplace posterior, self-sparring style (Sui,
@@ -97,11 +91,11 @@ class DuelingTSLaplace(UserLaplacePolicy):
     """
 
     name = "dts-laplace"
+    SETTINGS: ClassVar[dict[str, Any]] = {"scale": Positive, "draws": Count}
 
     def __init__(self, scale: float = 0.1, draws: int = 10, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
-        self.scale = float(positive("scale", scale))
-        self.draws = _check_draws(draws)
+        self.configure(scale=scale, draws=draws)
 
     def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
         mu, sigma = self.belief.mu, self.belief.sigma
@@ -121,6 +115,11 @@ class _SharedMeanPolicy(UserLaplacePolicy):
     with ``m`` from `_user_prior_mean`; clicks update it as in the per-user baselines."""
 
     name = "shared-mean"
+    SETTINGS: ClassVar[dict[str, Any]] = {
+        "meta_var": Positive,
+        "rule": Literal[RULES],
+        "draws": Count,
+    }
 
     def __init__(
         self,
@@ -130,9 +129,7 @@ class _SharedMeanPolicy(UserLaplacePolicy):
         draws: int = 10,
     ) -> None:
         super().__init__(prior_var)
-        self.meta_var = float(positive("meta_var", meta_var))
-        self.rule = choice("rule", rule, RULES)
-        self.draws = _check_draws(draws)
+        self.configure(meta_var=meta_var, rule=rule, draws=draws)
 
     def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
         # the first user's belief is built in start_student, once the shared mean is drawn

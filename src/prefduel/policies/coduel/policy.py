@@ -35,14 +35,14 @@ after each session, the earlier default.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from prefduel.core.btl import top_two
-from prefduel.policies.base import Policy
+from prefduel.core.schema import Real, Switch
+from prefduel.policies.base import Count, NonNegative, NonNegativeCount, Policy, Positive
 from prefduel.policies.coduel.belief import MixtureBelief, likelihood_summaries
-from prefduel.policies.coduel.checks import _choice, _positive, _switch
 from prefduel.policies.coduel.incremental import IncrementalEM, next_full_pass
 from prefduel.policies.coduel.pair_rule import lookahead_pair
 from prefduel.policies.coduel.population import Population, component_evidence
@@ -96,6 +96,32 @@ class CODuel(Policy):
     """
 
     name = "coduel"
+    SETTINGS: ClassVar[dict[str, Any]] = {
+        "population": Switch,
+        "recal": Switch,
+        "pair": Literal["lookahead", "kg", "greedy"],
+        "gate": Switch,
+        "alpha": Positive,
+        "components": NonNegativeCount,
+        "z": Real,
+        "nmin": NonNegativeCount,
+        "bank": Count,
+        "ridge": Positive,
+        "recal_first": Count,
+        "recal_every": Count,
+        "prior_var": Positive,
+        "em_iters": Count,
+        "recal_scale": Switch,
+        "recal_prior": Literal["isotropic", "population"],
+        "birth_margin": NonNegative,
+        "split": Switch,
+        "split_every": Count,
+        "em": Literal["incremental", "full"],
+        "em_chunk": NonNegativeCount,
+        "recal_growth": NonNegative,
+        "recal_window": Count,
+        "pass_budget": Count,
+    }
 
     def __init__(
         self,
@@ -124,32 +150,8 @@ class CODuel(Policy):
         recal_window: int = 1000,
         pass_budget: int = 3000,
     ) -> None:
-        self.population = _switch("population", population)
-        self.recal = _switch("recal", recal)
-        self.gate = _switch("gate", gate)
-        self.pair = _choice("pair", pair, ("lookahead", "kg", "greedy"))
-        self.alpha = float(_positive("alpha", alpha))
-        self.components = _positive("components", components, integer=True, allow_zero=True)
-        if isinstance(z, bool) or not isinstance(z, int | float):
-            raise ValueError(f"z must be a number, got {z!r}")
-        self.z = float(z)
-        self.nmin = _positive("nmin", nmin, integer=True, allow_zero=True)
-        self.bank = _positive("bank", bank, integer=True)
-        self.ridge = float(_positive("ridge", ridge))
-        self.recal_first = _positive("recal_first", recal_first, integer=True)
-        self.recal_every = _positive("recal_every", recal_every, integer=True)
-        self.prior_var = float(_positive("prior_var", prior_var))
-        self.em_iters = _positive("em_iters", em_iters, integer=True)
-        self.recal_scale = _switch("recal_scale", recal_scale)
-        self.recal_prior = _choice("recal_prior", recal_prior, ("isotropic", "population"))
-        self.birth_margin = float(_positive("birth_margin", birth_margin, allow_zero=True))
-        self.split = _switch("split", split)
-        self.split_every = _positive("split_every", split_every, integer=True)
-        self.em = _choice("em", em, ("incremental", "full"))
-        self.em_chunk = _positive("em_chunk", em_chunk, integer=True, allow_zero=True)
-        self.recal_growth = float(_positive("recal_growth", recal_growth, allow_zero=True))
-        self.recal_window = _positive("recal_window", recal_window, integer=True)
-        self.pass_budget = _positive("pass_budget", pass_budget, integer=True)
+        given = dict(locals())  # every argument is a declared setting
+        self.configure(**{name: given[name] for name in self.SETTINGS})
 
     # -- lifecycle ---------------------------------------------------------------------------
 
