@@ -28,6 +28,9 @@ from prefduel.core.errors import PolicyError
 from prefduel.core.rng import stream
 from prefduel.core.schema import FORBID_EXTRA, Integer, Real, validate
 
+#: Logits per unit of utility of the benchmark's clicks (the paper's common scale of 8 logits
+#: that maps Bradley-Terry scores to utilities in [0, 1]); policies read it as ``beta``.
+CLICK_BETA = 8.0
 #: Keys of the ``context`` dict given to `Policy.reset`.
 CONTEXT_KEYS = ("K", "d", "S", "N", "beta", "b")
 
@@ -157,7 +160,7 @@ def validate_pair(pair: Any, k: int) -> tuple[int, int]:
 
 def policy_context(n: int, s: int, k: int, d: int) -> dict[str, Any]:
     """The ``context`` dict the runner gives to `Policy.reset`."""
-    return {"K": k, "d": d, "S": s, "N": n, "beta": 8.0, "b": s}
+    return {"K": k, "d": d, "S": s, "N": n, "beta": CLICK_BETA, "b": s}
 
 
 class NondeterministicPolicyError(PolicyError):

@@ -7,7 +7,7 @@ arrival never sees its own ``theta``, nor that of another session of the same st
 particles are updated by Bayes' rule from the arrival's clicks, drawn by the world's click rule
 (`prefduel.worlds.world.World.clicks`, the same common random numbers as the policies) under the
 click likelihood the policies assume, ``P(first wins) = sigmoid(beta theta . (phi_i - phi_j))``
-with ``beta`` the policies' logits per unit of utility (`prefduel.policies.base.policy_context`).
+with ``beta`` the policies' logits per unit of utility (`prefduel.policies.base.CLICK_BETA`).
 For a prior that is a finite set of particles the weighted particles are the exact posterior.
 
 * ``ref:oracle-prior`` shows the two personas of highest posterior expected utility (greedy).
@@ -33,11 +33,11 @@ import numpy as np
 from scipy.special import log_expit
 
 from prefduel.core.btl import pairs_of, sigmoid, top_two
-from prefduel.policies.base import policy_context
+from prefduel.policies.base import CLICK_BETA
 from prefduel.worlds.world import World
 
 #: Logits per unit of utility in the click likelihood (the value policies receive).
-BETA = float(policy_context(1, 1, 2, 1)["beta"])
+BETA = CLICK_BETA  # the policies' logits per unit of utility
 #: Rounds the lookahead row looks ahead (the pair now and greedy play after it), chosen on
 #: ``dev`` (docs/coduel.md, headroom).
 HORIZON = 4

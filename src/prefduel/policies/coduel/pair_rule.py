@@ -14,11 +14,13 @@ click that tells components apart lowers ``G`` for the rest of the session.
 
 Two values of the best persona in ``G`` (``value``):
 
-- ``"updated"`` (CODuel's default): ``sum_c w'_c max_p u'_cp`` with each component's mean
+- ``"updated"`` (CODuel's ``pair=lookahead``, its earlier default): ``sum_c w'_c max_p u'_cp``
+  with each component's mean
   *after* the hypothetical click. Within a component the means move with the click, so by
   Jensen's inequality the expectation of this term rises with how far a click would move them:
   it charges a pair for what it teaches inside a component, not only for the decision.
-- ``"decision"``: the belief's expected best-persona utility does not depend on which pair is
+- ``"decision"`` (CODuel's default, ``pair=kg``): the belief's expected best-persona utility
+  does not depend on which pair is
   shown (under the exact belief, ``E_y E[max_p u_p | y] = E[max_p u_p]``), so it is taken from
   the current belief, the same for every pair and outcome, and pairs differ only by the regret
   now and the expected top-two mixture-mean utility after their click: a knowledge gradient on
