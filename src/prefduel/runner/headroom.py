@@ -37,7 +37,7 @@ from prefduel.policies.base import CLICK_BETA
 from prefduel.worlds.world import World
 
 #: Logits per unit of utility in the click likelihood (the value policies receive).
-BETA = CLICK_BETA  # the policies' logits per unit of utility
+BETA = CLICK_BETA
 #: Rounds the lookahead row looks ahead (the pair now and greedy play after it), chosen on
 #: ``dev`` (docs/coduel.md, headroom).
 HORIZON = 4
