@@ -31,7 +31,7 @@ Modules:
   (every string of a reply rid of the key); `urls`: `public_url`, `check_base_url`.
 * `scripted`: `ScriptedBackend`, `request_rng`.
 * `cache`: `ResponseCache` (SQLite, WAL, multi-process); `cachefile`: what may be opened as
-  the cache, checked read-only first.
+  the cache, checked read-only first; `cachestats`: `CacheStats`, what a cache holds.
 * `retry`: `RetryPolicy`.
 * `prices`: `PriceTable`, `load_prices`.
 * `calllog`: `CallLog` (JSONL).

@@ -19,6 +19,9 @@ several processes can fill one cache at once; each answer is one transaction and
 ``INSERT OR IGNORE`` keeps the first answer of a key, so no key is ever stored twice. One
 `ResponseCache` object may be shared by the tasks and threads of one process (a lock
 serializes its connection).
+
+`ResponseCache.stats` reports what a cache holds (`prefduel.llm.cachestats`, whose
+`CacheStats`, `CacheGroup` and `UNBILLED_NAMESPACES` are re-exported here).
 """
 
 from __future__ import annotations
@@ -30,11 +33,11 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prefduel.llm.cachefile import check_cache_file
+from prefduel.llm.cachestats import UNBILLED_NAMESPACES, CacheGroup, CacheStats, cache_stats
 from prefduel.llm.errors import CacheError
 from prefduel.llm.prices import PriceTable
 from prefduel.llm.request import LLMRequest, LLMResponse, TokenLogprob, Usage
@@ -42,8 +45,6 @@ from prefduel.llm.request import LLMRequest, LLMResponse, TokenLogprob, Usage
 #: Environment variable overriding `default_cache_path`.
 CACHE_ENV = "PREFDUEL_LLM_CACHE"
 SCHEMA_VERSION = "1"
-#: Namespaces whose answers were never billed (their hypothetical cost is 0).
-UNBILLED_NAMESPACES = frozenset({"scripted"})
 
 # one transaction: another process checking the file (`check_cache_file`) sees no table or all
 _SCHEMA = """
@@ -114,98 +115,6 @@ def _logprobs_of(text: str | None) -> tuple[TokenLogprob, ...] | None:
 def default_cache_path() -> Path:
     """``$PREFDUEL_LLM_CACHE`` if set, else ``.prefduel/llm-cache.sqlite``."""
     return Path(os.environ.get(CACHE_ENV) or Path(".prefduel") / "llm-cache.sqlite")
-
-
-@dataclass(frozen=True)
-class CacheGroup:
-    """Cached answers of one (namespace, model, role)."""
-
-    namespace: str
-    model: str
-    role: str
-    entries: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
-
-
-@dataclass(frozen=True)
-class CacheStats:
-    """What a cache holds (see `ResponseCache.stats`).
-
-    Attributes:
-        path: The database file.
-        entries: Cached answers.
-        prompt_tokens: Sum of prompt tokens over entries.
-        completion_tokens: Sum of completion tokens over entries.
-        cost: What the cached answers would cost at the table's prices (hypothetical: they
-            were paid once, and hits cost nothing).
-        currency: The price table's currency.
-        size_bytes: Bytes on disk (database plus its WAL and shared-memory files).
-        oldest: Unix time of the oldest entry (None when empty).
-        newest: Unix time of the newest entry.
-        groups: Per (namespace, model, role) breakdown, largest first.
-        unpriced_models: Models without a price (counted at 0).
-        endpoints: ``(endpoint, entries)`` per recorded endpoint, largest first (None: entries
-            without one: scripted answers, or written before endpoints were recorded).
-    """
-
-    path: str
-    entries: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
-    currency: str
-    size_bytes: int
-    oldest: float | None
-    newest: float | None
-    groups: tuple[CacheGroup, ...] = field(default=())
-    unpriced_models: tuple[str, ...] = field(default=())
-    endpoints: tuple[tuple[str | None, int], ...] = field(default=())
-
-    def by(self, column: str) -> list[CacheGroup]:
-        """Groups summed over everything but ``column`` (``"model"``, ``"role"`` or
-        ``"namespace"``), largest first."""
-        if column not in ("model", "role", "namespace"):
-            raise ValueError(f"expected model, role or namespace, got {column!r}")
-        sums: dict[str, list[float]] = {}
-        for g in self.groups:
-            s = sums.setdefault(getattr(g, column), [0, 0, 0, 0.0])
-            s[0] += g.entries
-            s[1] += g.prompt_tokens
-            s[2] += g.completion_tokens
-            s[3] += g.cost
-        rows = [
-            CacheGroup(
-                namespace=name if column == "namespace" else "*",
-                model=name if column == "model" else "*",
-                role=name if column == "role" else "*",
-                entries=int(s[0]),
-                prompt_tokens=int(s[1]),
-                completion_tokens=int(s[2]),
-                cost=float(s[3]),
-            )
-            for name, s in sums.items()
-        ]
-        return sorted(rows, key=lambda g: (-g.entries, getattr(g, column)))
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready ``dict``."""
-        data = asdict(self)
-        data["groups"] = [asdict(g) for g in self.groups]
-        data["unpriced_models"] = list(self.unpriced_models)
-        data["endpoints"] = [{"endpoint": e, "entries": n} for e, n in self.endpoints]
-        return data
-
-
-def _file_size(path: Path) -> int:
-    total = 0
-    for suffix in ("", "-wal", "-shm"):
-        try:
-            total += os.path.getsize(f"{path}{suffix}")
-        except OSError:
-            pass
-    return total
 
 
 class ResponseCache:
@@ -502,27 +411,16 @@ class ResponseCache:
                 "SELECT endpoint, COUNT(*) FROM responses GROUP BY endpoint "
                 "ORDER BY COUNT(*) DESC, endpoint"
             ).fetchall()
-        groups, unpriced = [], set()
-        for namespace, model, role, n, prompt, completion in rows:
-            cost = 0.0
-            if prices is not None and namespace not in UNBILLED_NAMESPACES:
-                if prices.known(model):
-                    cost = prices.cost(model, prompt, completion)
-                else:
-                    unpriced.add(model)
-            groups.append(CacheGroup(namespace, model, role, n, prompt, completion, cost))
-        groups.sort(key=lambda g: (-g.entries, g.namespace, g.model, g.role))
-        return CacheStats(
-            path=str(self.path),
-            entries=sum(g.entries for g in groups),
-            prompt_tokens=sum(g.prompt_tokens for g in groups),
-            completion_tokens=sum(g.completion_tokens for g in groups),
-            cost=sum(g.cost for g in groups),
-            currency=prices.currency if prices is not None else "USD",
-            size_bytes=_file_size(self.path),
-            oldest=oldest,
-            newest=newest,
-            groups=tuple(groups),
-            unpriced_models=tuple(sorted(unpriced)),
-            endpoints=tuple((e, int(n)) for e, n in endpoints),
-        )
+        return cache_stats(self.path, rows, (oldest, newest), endpoints, prices)
+
+
+__all__ = [
+    "CACHE_ENV",
+    "SCHEMA_VERSION",
+    "UNBILLED_NAMESPACES",
+    "CacheEndpointWarning",
+    "CacheGroup",
+    "CacheStats",
+    "ResponseCache",
+    "default_cache_path",
+]
