@@ -20,7 +20,7 @@ Modules:
 * `request`: `LLMRequest`, `LLMResponse`,
   `Params`, `Message`, `Usage`; protocols `Completer`, `Backend`.
 * `client`: `LLMClient` (cache, semaphore, retries, budget,
-  call log), `run_sync`.
+  call log); `clientstats`: `ClientStats`; `loops`: `run_sync`.
 * `stages`: the one stage engine for LLM batches (`Stage`, `StageEngine`, `ask`, `each`,
   `ProgressBar`); `senders`: `ClientSender` (live), `CacheSender` (dry run);
   `concurrency`: `each` and `gather_or_cancel` (a failure cancels and awaits the rest).

@@ -30,81 +30,25 @@ cache.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from prefduel.llm.cache import ResponseCache
 from prefduel.llm.calllog import CallLog, utc_now
+from prefduel.llm.clientstats import ClientStats
 from prefduel.llm.errors import LLMCallError, RequestError
 from prefduel.llm.estimate import CostEstimate, estimate_cost
+from prefduel.llm.loops import LoopState, run_sync
 from prefduel.llm.prices import PriceTable, load_prices
 from prefduel.llm.request import Backend, LLMRequest, LLMResponse
 from prefduel.llm.retry import RetryPolicy
 
 T = TypeVar("T")
 ResultCallback = Callable[[LLMResponse], None]
-
-
-@dataclass
-class ClientStats:
-    """Running totals of one client (snapshot with `LLMClient.stats`).
-
-    Attributes:
-        requests: Requests answered (hits, answers and failures).
-        hits: Answered from the cache.
-        answered: Answered by the backend.
-        failed: Gave up (after retries, permanent errors, or skipped by the budget cap).
-        attempts: Attempts sent to the backend.
-        retries: Failed attempts that were retried.
-        prompt_tokens: Prompt tokens of the answers received (hits excluded).
-        completion_tokens: Completion tokens of the answers received (hits excluded).
-        cost: Money spent (hits cost nothing).
-        started: ``time.monotonic()`` when the client was made (for calls per second).
-    """
-
-    requests: int = 0
-    hits: int = 0
-    answered: int = 0
-    failed: int = 0
-    attempts: int = 0
-    retries: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    started: float = 0.0
-
-    def rate(self, now: float | None = None) -> float:
-        """Requests per second since `started`."""
-        elapsed = (time.monotonic() if now is None else now) - self.started
-        return self.requests / elapsed if elapsed > 0 else 0.0
-
-
-class _LoopState:
-    """The asyncio objects of one event loop (a client may be used from several loops)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, slots: int) -> None:
-        self.loop = loop
-        self.semaphore = asyncio.Semaphore(slots)
-        self.inflight: dict[str, asyncio.Future[LLMResponse]] = {}
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code.
-
-    Uses ``asyncio.run`` when no event loop runs in this thread; otherwise (Jupyter, or inside
-    async code) runs it in a fresh loop on a worker thread and waits.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 class LLMClient:
@@ -168,7 +112,7 @@ class LLMClient:
         self._sleep = sleep
         self._clock = clock
         self._stats = ClientStats(started=time.monotonic())
-        self._loop_states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+        self._loop_states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopState] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -323,11 +267,11 @@ class LLMClient:
         if self._owns_cache and self.cache is not None:
             self.cache.close()
 
-    def _state(self) -> _LoopState:
+    def _state(self) -> LoopState:
         loop = asyncio.get_running_loop()
         state = self._loop_states.get(loop)
         if state is None:
-            state = self._loop_states[loop] = _LoopState(loop, self.max_connections)
+            state = self._loop_states[loop] = LoopState(loop, self.max_connections)
         return state
 
     def _log(self, request: LLMRequest, status: str, **fields: Any) -> None:
@@ -392,7 +336,7 @@ class LLMClient:
                 retryable=False,
             ) from None
 
-    async def _call(self, request: LLMRequest, state: _LoopState) -> LLMResponse:
+    async def _call(self, request: LLMRequest, state: LoopState) -> LLMResponse:
         started = self._clock()
         attempt = 0
         while True:
