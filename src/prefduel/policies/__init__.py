@@ -1,6 +1,7 @@
 """Policies: the protocol, the checker, loading by spec, and the built-in policies."""
 
 from prefduel.policies import (  # noqa: F401  (registers policies)
+    asking,
     baselines,
     coduel,
     linear,

@@ -205,6 +205,16 @@ def check_policy(
     _check_same_choices(first, second, label, seed, rounds)
     third = _run_contract(policy, label, problem)  # reusing an instance
     _check_reset_rebuilds(first, third, label)
+    if callable(getattr(policy, "ask", None)):  # the ask track's contract too
+        if not callable(getattr(policy, "answer", None)):
+            raise PolicyError(f"policy {label!r} has ask() but no callable answer()")
+        asked = _run_contract(fresh(), label, problem, budget=CHECK_ASK_BUDGET)
+        again = _run_contract(fresh(), label, problem, budget=CHECK_ASK_BUDGET)
+        if asked != again:
+            raise NondeterministicPolicyError(
+                f"policy {label!r} asks or chooses differently in two runs with seed {seed} on "
+                "an ask track; draw randomness only from the rng given to reset()"
+            )
 
 
 def _instance_maker(make_policy: Any) -> Callable[[], Any]:
@@ -268,16 +278,36 @@ def _call(policy: Any, label: str, method: str, *args: Any, at: str = "") -> Any
         raise PolicyError(f"policy {label!r} {what} in {method}(){at}") from exc
 
 
-def _run_contract(policy: Any, label: str, problem: _CheckProblem) -> list[tuple[int, int]]:
-    """One run of the whole lifecycle on ``problem``; the ``N x S`` pairs chosen, in order."""
+#: Questions per student on the ask track `check_policy` runs a policy with ``ask`` on.
+CHECK_ASK_BUDGET = 2
+
+
+def _run_contract(
+    policy: Any, label: str, problem: _CheckProblem, budget: int = 0
+) -> list[tuple[int, int]]:
+    """One run of the whole lifecycle on ``problem``; the ``N x S`` pairs chosen, in order
+    (on an ask track, ``budget > 0``, the questions asked too, as ``(-1, question)``)."""
     n_students, rounds, k, d = problem.phis.shape
-    choices = []
+    choices: list[tuple[int, int]] = []
     context = policy_context(n_students, rounds, k, d)
+    if budget:
+        context.update(ask_budget=budget, questions=_check_questions(k))
     _call(policy, label, "reset", stream(problem.seed, "check_policy", "policy"), context)
     for n in range(n_students):
         _call(policy, label, "start_student", at=f" at student {n}")
+        remaining = budget
         for s in range(rounds):
             at = f" at student {n}, round {s}"
+            while remaining:
+                question = _call(policy, label, "ask", at=at)
+                if question is None:
+                    break
+                q = _check_question(question, k * (k - 1) // 2, label, at)
+                a, b = _pair_of(q, k)
+                util = problem.phis[n, 0] @ problem.theta[n]
+                _call(policy, label, "answer", q, int(util[a] > util[b]), at=at)
+                choices.append((-1, q))
+                remaining -= 1
             phi = problem.phis[n, s].copy()
             phi.setflags(write=False)
             try:
@@ -290,6 +320,33 @@ def _run_contract(policy: Any, label: str, problem: _CheckProblem) -> list[tuple
             choices.append((i, j))
         _call(policy, label, "end_student", at=f" at student {n}")
     return choices
+
+
+def _check_questions(k: int) -> list[dict[str, Any]]:
+    """The check's question bank: an A-or-B question per persona pair."""
+    return [
+        {"id": f"pair:{a}-{b}", "kind": "pair", "text": f"{a} or {b}?", "pair": [a, b]}
+        for a in range(k)
+        for b in range(a + 1, k)
+    ]
+
+
+def _pair_of(q: int, k: int) -> tuple[int, int]:
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    return pairs[q]
+
+
+def _check_question(question: Any, count: int, label: str, at: str) -> int:
+    """What ``ask()`` returned, checked: None is handled by the caller; else an index."""
+    if isinstance(question, bool | np.bool_) or not isinstance(question, numbers.Integral):
+        raise PolicyError(
+            f"policy {label!r}: ask() must return a question index or None{at}, got {question!r}"
+        )
+    if not 0 <= int(question) < count:
+        raise PolicyError(
+            f"policy {label!r}: ask() returned {question}, outside 0..{count - 1}{at}"
+        )
+    return int(question)
 
 
 def _check_same_choices(
