@@ -86,7 +86,7 @@ def test_the_library_refuses_the_same_sizes():
             RankConfig(**{setting: high + 1})
     with pytest.raises(RankingError, match=r"RankConfig.k: expected a number <= 1000"):
         RankConfig(k=MAX_K * 10)
-    with pytest.raises(RankingError, match="RankConfig.ridge: expected a finite number"):
+    with pytest.raises(RankingError, match=r"RankConfig\.ridge: expected a finite number"):
         RankConfig(ridge=float("inf"))
 
 

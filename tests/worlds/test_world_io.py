@@ -286,9 +286,9 @@ def test_a_world_whose_arrays_unpack_beyond_its_shape_is_refused(stored):
     meta = json.loads((path / "world.json").read_text())
     with zipfile.ZipFile(path / "arrays.npz", "a", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("padding.npy", b"\0" * 50_000_000)  # 50 MB of zeros, ~50 kB packed
-    with pytest.raises(WorldFormatError, match="unpacks to .* more than the .* its recorded"):
+    with pytest.raises(WorldFormatError, match=r"unpacks to .* more than the .* its recorded"):
         load_world(path)
     meta["shape"]["N"] = 10**12
     (path / "world.json").write_text(json.dumps(meta))
-    with pytest.raises(WorldFormatError, match="shape .* is not N, S, K, d within bounds"):
+    with pytest.raises(WorldFormatError, match=r"shape .* is not N, S, K, d within bounds"):
         load_world(path)
