@@ -43,6 +43,9 @@ A config file has up to five sections; every key is optional (defaults: the offl
 
 Groups of ``llm_roles``: ``model`` (roles ask, answer, phrase), ``user`` (router), ``judge`` (judge,
 grader) and ``generate`` (persona, rubric). Unknown keys are errors naming the file and key.
+
+The ``generate`` section is in `prefduel.prefdisco.generate_config` and the bounds of every
+section in `prefduel.prefdisco.config_fields`; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -53,18 +56,40 @@ from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, Field, Strict, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from prefduel.core.rng import SEED_LIMIT
 from prefduel.core.schema import Integer, Number, frozen_dataclass, validate
 from prefduel.core.yamlfile import read_yaml
 from prefduel.llm.config import LLMConfig
 from prefduel.llm.structured import StructuredMode
+from prefduel.prefdisco.config_fields import (
+    MAX_ATTEMPTS,
+    MAX_ATTRIBUTES,
+    MAX_BOOTSTRAP,
+    MAX_IN_FLIGHT,
+    MAX_INSTANCES,
+    MAX_PERSONAS,
+    MAX_TASK_ITEMS,
+    MAX_TOKEN_LIMIT,
+    MAX_TURNS,
+    Attempts,
+    Attributes,
+    Flag,
+    ModelName,
+    NonNegative,
+    Seed,
+    Tokens,
+)
 from prefduel.prefdisco.errors import ConfigError
+from prefduel.prefdisco.generate_config import (
+    FORMATS,
+    GenerateConfig,
+    SparsityConfig,
+    TaskSource,
+    resolve_paths,
+)
 from prefduel.prefdisco.interview_config import InterviewerConfig
 
-#: Task file formats (`prefduel.prefdisco.dataset.tasks` has a reader for each).
-FORMATS = ("math500", "medqa", "commonsenseqa", "logiqa", "socialiqa", "generic")
 CONDITIONS = ("baseline", "discovery", "oracle")
 #: How the discovery condition learns about the user: the model asks (``ask``), or the
 #: Bayesian interviewer chooses the questions (``interviewer``).
@@ -79,140 +104,6 @@ ROLE_GROUPS = {
     "judge": ("judge", "grader"),
     "generate": ("persona", "rubric"),
 }
-
-
-def _named(value: str) -> str:
-    if not value:
-        raise ValueError("expected a model name, got ''")
-    return value
-
-
-#: Upper bounds of the sizes a config can ask for, checked before anything is allocated or
-#: any call made. Each is far above what a study uses and far below what exhausts a machine.
-MAX_PERSONAS = 10_000
-MAX_INSTANCES = 100_000
-MAX_TASK_ITEMS = 1_000_000
-MAX_TURNS = 100
-MAX_ATTEMPTS = 20
-MAX_ATTRIBUTES = 100
-MAX_TOKEN_LIMIT = 1_000_000
-MAX_IN_FLIGHT = 10_000
-MAX_BOOTSTRAP = 100_000
-
-Seed = Annotated[Integer, Field(ge=0, le=SEED_LIMIT - 1)]
-Attempts = Annotated[Integer, Field(ge=1, le=MAX_ATTEMPTS)]
-Attributes = Annotated[Integer, Field(ge=1, le=MAX_ATTRIBUTES)]
-Tokens = Annotated[Integer, Field(ge=1, le=MAX_TOKEN_LIMIT)]
-NonNegative = Annotated[Number, Field(ge=0)]
-ModelName = Annotated[str, Strict(), AfterValidator(_named)]
-Flag = Annotated[bool, Strict()]
-
-
-@dataclasses.dataclass(frozen=True)
-class SparsityConfig:
-    """How profiles are sampled.
-
-    Attributes:
-        k_min: Fewest attributes per profile.
-        k_max: Most attributes per profile.
-        dirichlet_alpha: Concentration of the Dirichlet weights (1 = uniform on the simplex;
-            large = nearly equal weights).
-        max_per_family: Most attributes from one family in a profile.
-        value_noise: S.d. of the idiosyncratic part of an ordinal value's latent.
-        relevance_power: Exponent γ on relevance: the draw weight is ``relevance^γ`` times
-            the salience factor, so F(i) concentrates on the attributes most relevant to the
-            task's domain (γ = 0: any attribute with relevance > 0 is equally likely).
-    """
-
-    k_min: int = 3
-    k_max: int = 5
-    dirichlet_alpha: float = 1.0
-    max_per_family: int = 2
-    value_noise: float = 0.6
-    relevance_power: float = 3.0
-
-    def __post_init__(self) -> None:
-        for name in ("k_min", "k_max", "max_per_family"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
-        if self.k_max < self.k_min:
-            raise ValueError(f"k_max ({self.k_max}) must be >= k_min ({self.k_min})")
-        if not (isinstance(self.dirichlet_alpha, int | float) and self.dirichlet_alpha > 0):
-            raise ValueError(f"dirichlet_alpha: expected > 0, got {self.dirichlet_alpha!r}")
-        if not (isinstance(self.value_noise, int | float) and self.value_noise >= 0):
-            raise ValueError(f"value_noise: expected >= 0, got {self.value_noise!r}")
-        if not (isinstance(self.relevance_power, int | float) and self.relevance_power >= 0):
-            raise ValueError(f"relevance_power: expected >= 0, got {self.relevance_power!r}")
-
-
-@frozen_dataclass(error=ConfigError)
-class TaskSource:
-    """Where tasks come from.
-
-    Attributes:
-        format: ``builtin`` or one of ``math500``, ``medqa``, ``commonsenseqa``, ``logiqa``,
-            ``socialiqa``, ``generic`` (see `prefduel.prefdisco.dataset.tasks`).
-        path: The JSONL file (not for ``builtin``); relative paths are relative to the config
-            file.
-        name: Source name for grouping results (default: the format).
-        domain: Task domain override.
-        limit: Keep the first ``limit`` items.
-        labels: Social IQa labels file (one label per line).
-    """
-
-    format: str = "builtin"
-    path: str | None = None
-    name: str | None = None
-    domain: str | None = None
-    limit: Annotated[Integer, Field(ge=1, le=MAX_TASK_ITEMS)] | None = None
-    labels: str | None = None
-
-    @model_validator(mode="after")
-    def _format_and_path(self) -> TaskSource:
-        if self.format != "builtin" and self.format not in FORMATS:
-            raise ValueError(
-                f"tasks.format: expected builtin or one of {list(FORMATS)}, got {self.format!r}"
-            )
-        if self.format != "builtin" and not self.path:
-            raise ValueError(f"tasks: a {self.format} source needs a path")
-        if self.format == "builtin" and self.path:
-            raise ValueError("tasks: the builtin source takes no path")
-        return self
-
-
-@frozen_dataclass(error=ConfigError, path="generate")
-class GenerateConfig:
-    """Settings of ``prefdisco generate`` (see the module docstring for each key)."""
-
-    seed: Seed = 0
-    personas: Annotated[Integer, Field(ge=1, le=MAX_PERSONAS)] = 6
-    personas_per_task: Annotated[Integer, Field(ge=1, le=MAX_PERSONAS)] | None = 2
-    tasks: Annotated[tuple[TaskSource, ...], Field(min_length=1)] = (TaskSource(),)
-    taxonomy: str | None = None
-    persona_space: str | None = None
-    k_min: Attributes = 3
-    k_max: Attributes = 5
-    dirichlet_alpha: Number = 1.0
-    max_per_family: Attributes = 2
-    value_noise: Number = 0.6
-    relevance_power: Annotated[Number, Field(ge=0, le=100)] = 3.0
-    min_distance: NonNegative = 0.35
-    enrich: Flag = False
-    refine_rubrics: Flag = False
-    model: str = "scripted-writer"
-    temperature: NonNegative = 0.7
-
-    @model_validator(mode="after")
-    def _sparsity_is_valid(self) -> GenerateConfig:
-        _ = self.sparsity  # SparsityConfig checks its own ranges (ValueError names the key)
-        return self
-
-    @property
-    def sparsity(self) -> SparsityConfig:
-        """The preference-sampling settings."""
-        names = [f.name for f in dataclasses.fields(SparsityConfig)]
-        return SparsityConfig(**{name: getattr(self, name) for name in names})
 
 
 @frozen_dataclass(error=ConfigError, path="run")
@@ -449,28 +340,7 @@ class PrefDiscoConfig:
         config = validate(cls, data if data is not None else {}, error=ConfigError, source=source)
         if base_dir is None:
             return config
-        return dataclasses.replace(config, generate=_resolve_paths(config.generate, base_dir))
-
-
-def _resolve_paths(generate: GenerateConfig, base: Path) -> GenerateConfig:
-    return dataclasses.replace(
-        generate,
-        tasks=tuple(_resolve(t, base) for t in generate.tasks),
-        taxonomy=_path(generate.taxonomy, base),
-        persona_space=_path(generate.persona_space, base),
-    )
-
-
-def _path(value: str | None, base: Path) -> str | None:
-    if value is None or Path(value).is_absolute():
-        return value
-    return str(base / value)
-
-
-def _resolve(source: TaskSource, base: Path) -> TaskSource:
-    return dataclasses.replace(
-        source, path=_path(source.path, base), labels=_path(source.labels, base)
-    )
+        return dataclasses.replace(config, generate=resolve_paths(config.generate, base_dir))
 
 
 def _to_json(obj: Any) -> Any:
@@ -499,3 +369,32 @@ def load_config(path: str | Path | None) -> PrefDiscoConfig:
 def config_from_json(data: Mapping[str, Any], *, source: str = "manifest") -> PrefDiscoConfig:
     """Rebuild a config from `PrefDiscoConfig.to_json` output (paths kept as stored)."""
     return PrefDiscoConfig.from_mapping(data, source=source, base_dir=None)
+
+
+__all__ = [
+    "CONDITIONS",
+    "FORMATS",
+    "MAX_ATTEMPTS",
+    "MAX_ATTRIBUTES",
+    "MAX_BOOTSTRAP",
+    "MAX_INSTANCES",
+    "MAX_IN_FLIGHT",
+    "MAX_PERSONAS",
+    "MAX_TASK_ITEMS",
+    "MAX_TOKEN_LIMIT",
+    "MAX_TURNS",
+    "ROLE_GROUPS",
+    "ROUTERS",
+    "STRATEGIES",
+    "USER_STYLES",
+    "GenerateConfig",
+    "PrefDiscoConfig",
+    "ReportConfig",
+    "RouterName",
+    "RunConfig",
+    "SparsityConfig",
+    "TaskSource",
+    "UserStyle",
+    "config_from_json",
+    "load_config",
+]
