@@ -3,12 +3,12 @@
 `report_document` builds the document of ``prefduel rank`` from the analysis data
 (`RankAnalysis.to_dict`) and the drawn figures (`report_figures`); `prefduel.ranking.report`
 writes it as HTML and Markdown. Each section has its own small builder, in reading order; a
-figure follows the table of the section it illustrates.
+figure follows the table of the section it illustrates. The closing reference sections (input,
+skips and caveats, messages, settings) are built in `prefduel.ranking.report_reference`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -19,16 +19,19 @@ from prefduel.core.document import (
     Cell,
     Document,
     Figure,
-    Items,
     Paragraph,
     Section,
-    Settings,
     Table,
     build_sections,
     number,
 )
-from prefduel.ranking.battles import NOTE_REASONS, SKIP_REASONS
 from prefduel.ranking.report_figures import FIGURES, TOPIC_ROWS
+from prefduel.ranking.report_reference import (
+    caveats_section,
+    input_section,
+    message_sections,
+    settings_section,
+)
 from prefduel.ranking.report_summary import (
     contents_section,
     summary_section,
@@ -36,35 +39,7 @@ from prefduel.ranking.report_summary import (
     warnings,
 )
 
-_SKIP_TEXT = {
-    "non_utf8": "lines with invalid UTF-8 (--encoding-errors skip)",
-    "missing_model": "model_a or model_b missing",
-    "missing_winner": "winner missing",
-    "unknown_winner": "unknown winner label (--unknown-winner skip)",
-    "self_battle": "self-battle (model_a == model_b)",
-    "empty_user": "user id missing or empty",
-    "bothbad": "both-bad vote (--bothbad skip)",
-    "duplicate": "copy of an earlier row: same user, models, winner, prompt and timestamp "
-    "(the first kept)",
-    "rare_model": "battle of a model with fewer than --min-model-battles battles",
-}
-_NOTE_TEXT = {
-    "non_utf8_repaired": "invalid UTF-8 replaced by U+FFFD (kept)",
-    "missing_time": "no timestamp (kept, ordered after timed rows)",
-    "missing_prompt": "no prompt text (kept for ratings, not in features)",
-    "bothbad_as_tie": "both-bad vote counted as a tie (--bothbad tie)",
-    "duplicate_untimed": "repeats an earlier row, neither with a timestamp (kept: a repeated "
-    "vote cannot be told from a copy)",
-}
 _MODEL_FLAGS = (("never won", "never_won"), ("never lost", "never_lost"))
-_USER_CAVEATS = {
-    "battles_of_users_below_min_votes": "battles of those users",
-    "bt_fallback_to_ridge": "analysed users whose BT MLE does not exist (ridge used)",
-    "bt_no_mle": "analysed users whose BT MLE does not exist (whatever the BT mode)",
-    "undefined_rho_elo": "analysed users with an undefined Elo correlation",
-    "undefined_rho_bt": "analysed users with an undefined BT correlation",
-    "analysed_without_prompts": "analysed users without prompts (not in features)",
-}
 
 
 def report_document(
@@ -132,10 +107,10 @@ SECTIONS = (
     lambda i: _prediction_sections(i.data, i.figures),
     lambda i: _topic_sections(i.data, i.figures),
     lambda i: _style_sections(i.data, i.figures),
-    lambda i: _input_section(i.data["input"]),
-    lambda i: _caveats_section(i.data),
-    lambda i: _message_sections(i.data["messages"]),
-    lambda i: _settings_section(i.data),
+    lambda i: input_section(i.data["input"]),
+    lambda i: caveats_section(i.data),
+    lambda i: message_sections(i.data["messages"]),
+    lambda i: settings_section(i.data),
 )
 
 
@@ -185,42 +160,6 @@ def _figure(figures: dict[str, str], name: str, more: str = "") -> list[Block]:
     path = f"figures/{name}.svg"
     caption = f"{FIGURES[name]}. {more}" if more else FIGURES[name]
     return [Figure(caption, svg=figures[name], path=path, files=[path])]
-
-
-def _input_section(inp: dict[str, Any]) -> Section:
-    """What was read: source, row and battle counts, ordering, prompts."""
-    rows = [
-        ["source", inp["source"]],
-        ["rows read", str(inp["rows_read"])],
-        ["battles kept", str(inp["battles"])],
-        ["rows skipped", str(inp["skipped_total"])],
-        ["models", str(inp["models"])],
-        ["users", str(inp["users"])],
-        ["ties", str(inp["ties"])],
-        ["ordered by", "timestamp" if inp["has_time"] else "file order"],
-        ["prompts", "yes" if inp["has_prompts"] else "no"],
-    ]
-    return Section("Input", [Table(["", "value"], rows, key="input")])
-
-
-def _caveats_section(data: dict[str, Any]) -> Section:
-    """Every skipped row, every kept-with-note row and every user-level caveat, counted."""
-    inp, users = data["input"], data["users"]
-    rows = [
-        ["skipped", k, _SKIP_TEXT.get(k, k), str(inp["skipped"].get(k, 0))] for k in SKIP_REASONS
-    ]
-    rows += [
-        ["kept with note", k, _NOTE_TEXT.get(k, k), str(inp["notes"].get(k, 0))]
-        for k in NOTE_REASONS
-    ]
-    below = (
-        f"users with fewer than {data['config']['min_votes']} votes "
-        "(left out of per-user analysis; their battles count globally)"
-    )
-    caveats = {"below_min_votes": below, **_USER_CAVEATS}
-    rows += [["users", k, text, str(users.get(k, 0))] for k, text in caveats.items()]
-    table = Table(["kind", "reason", "meaning", "count"], rows, key="caveats")
-    return Section("Every skip and caveat", [table])
 
 
 def _ratings_section(data: dict[str, Any], figures: dict[str, str]) -> Section:
@@ -489,21 +428,6 @@ def _style_sections(data: dict[str, Any], figures: dict[str, str]) -> list[Secti
             [clusters, *_figure(figures, "styles")],
         ),
     ]
-
-
-def _message_sections(messages: list[str]) -> list[Section]:
-    """The analysis' messages (fallbacks, omitted steps), if any."""
-    return [Section("Messages", [Items(list(messages))])] if messages else []
-
-
-def _settings_section(data: dict[str, Any]) -> Section:
-    """Every setting (as JSON), the package version, the command line and the stage timings."""
-    pairs = [(k, json.dumps(v)) for k, v in data["config"].items()]
-    pairs.append(("prefduel", data["prefduel_version"]))
-    if data.get("command"):
-        pairs.append(("command", data["command"]))
-    pairs += [(f"time: {k}", number(v, 2, suffix=" s")) for k, v in data["timings_s"].items()]
-    return Section("Settings", [Settings(pairs)])
 
 
 __all__ = ["report_document"]
