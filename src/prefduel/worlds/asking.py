@@ -39,16 +39,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from prefduel.core.answer_model import DEFAULT_ANSWER_NOISE, LEVEL_CUTS
 from prefduel.core.btl import sigmoid
 from prefduel.core.errors import WorldFormatError
 
 AskKind = Literal["level", "pair", "least"]
-#: Cut points of the ordered logit of a ``level`` answer (5 levels).
-LEVEL_CUTS = (-1.5, -0.5, 0.5, 1.5)
 #: Number of answer values of each kind (``least``: K).
 LEVELS = {"level": 5, "pair": 2}
-#: The answer noise of the published default: the noise of one click.
-DEFAULT_ANSWER_NOISE = 1.0
 
 
 @dataclass(frozen=True)
