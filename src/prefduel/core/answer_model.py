@@ -47,3 +47,16 @@ def least_probabilities(latent: np.ndarray) -> np.ndarray:
     logits = logits - logits.max(axis=-1, keepdims=True)
     weights = np.exp(logits)
     return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def level_direction(loadings: np.ndarray) -> np.ndarray:
+    """``range(l) (l - mean l) / |l - mean l|^2`` (K,) for a ``level`` question's loadings
+    ``l``: its product with the personas' utilities is the answer model's gap, the least-squares
+    slope of the utilities on ``l`` times the range of ``l`` (what the most over the least
+    ``l``-styled persona is worth)."""
+    loadings = np.asarray(loadings, dtype=float)
+    centred = loadings - loadings.mean()
+    norm = float(centred @ centred)
+    if norm == 0.0:
+        return np.zeros_like(loadings)
+    return centred * float(loadings.max() - loadings.min()) / norm

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from prefduel.core.answer_model import level_direction
 from prefduel.policies.linear import NoTransfer
 from prefduel.policies.loading import POLICIES
 
@@ -49,15 +50,6 @@ def question_clicks(question: dict[str, Any], answer: int, k: int, d: int) -> li
     z[:k] = -1.0 / (k - 1)
     z[int(answer)] = 1.0
     return [(z, 0)]
-
-
-def level_direction(loadings: np.ndarray) -> np.ndarray:
-    """``range(l) (l - mean l) / |l - mean l|^2``: ``theta . z`` is the answer model's gap."""
-    centred = loadings - loadings.mean()
-    norm = float(centred @ centred)
-    if norm == 0.0:
-        return np.zeros_like(loadings)
-    return centred * float(loadings.max() - loadings.min()) / norm
 
 
 @POLICIES.register("notransfer-ask")

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from prefduel.core.answer_model import DEFAULT_ANSWER_NOISE, LEVEL_CUTS
+from prefduel.core.answer_model import DEFAULT_ANSWER_NOISE, LEVEL_CUTS, level_direction
 from prefduel.core.btl import sigmoid
 from prefduel.core.errors import WorldFormatError
 
@@ -251,9 +251,4 @@ def answer_bank(
 def level_gap(v_bar: np.ndarray, loadings: np.ndarray) -> np.ndarray:
     """``(N,)`` the least-squares slope of each row of ``v_bar`` (N, K) on ``loadings`` (K,),
     times the loadings' range: what the most over the least loaded persona is worth."""
-    centred = loadings - loadings.mean()
-    denom = float(centred @ centred)
-    if denom == 0.0:
-        return np.zeros(v_bar.shape[0])
-    slope = (v_bar - v_bar.mean(axis=1, keepdims=True)) @ centred / denom
-    return slope * float(loadings.max() - loadings.min())
+    return v_bar @ level_direction(loadings)
