@@ -180,10 +180,7 @@ def load_tasks(
         TaskFormatError: Unknown format, missing file, or a malformed line (names file and
             line number), two items with one id (names both lines), or no domain.
     """
-    if fmt not in PARSERS:
-        raise TaskFormatError(f"task format must be one of {list(FORMATS)}, got {fmt!r}")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise TaskFormatError(f"limit: expected a positive integer, got {limit!r}")
+    _check_arguments(fmt, limit)
     p = Path(path)
     extra_labels = _read_labels(labels) if labels is not None else None
     tasks: list[Task] = []
@@ -192,10 +189,7 @@ def load_tasks(
     rows = iter_jsonl(p, what="task file", error=TaskFormatError)
     for item, (number, row) in enumerate(rows):
         where = f"{p}, line {number}"
-        if extra_labels is not None:
-            if item >= len(extra_labels):
-                raise TaskFormatError(f"{labels}: fewer labels ({len(extra_labels)}) than items")
-            row = {**row, "label": extra_labels[item]}
+        row = _with_label(row, item, extra_labels, labels)
         text = dumps(row)
         if text in lines:  # an exact repeat (the label included) is one task
             warnings.warn(
@@ -207,18 +201,46 @@ def load_tasks(
         lines[text] = number
         fields = PARSERS[fmt](row, where, item)
         task = _task(fields, fmt, p, where, item, source=source, domain=domain)
-        if task.id in ids:
-            raise TaskFormatError(
-                f"{where}: task id {task.id!r} is also on line {ids[task.id]}, with another "
-                "item; give each item its own id"
-            )
-        ids[task.id] = number
+        _claim_id(ids, task.id, number, where)
         tasks.append(task)
         if limit is not None and len(tasks) >= limit:
             break
     if not tasks:
         raise TaskFormatError(f"task file {p} has no items")
     return tasks
+
+
+def _check_arguments(fmt: str, limit: int | None) -> None:
+    """Raise `TaskFormatError` for an unknown format or a limit that is not a positive int."""
+    if fmt not in PARSERS:
+        raise TaskFormatError(f"task format must be one of {list(FORMATS)}, got {fmt!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise TaskFormatError(f"limit: expected a positive integer, got {limit!r}")
+
+
+def _with_label(
+    row: dict[str, Any], item: int, extra: list[str] | None, labels: str | Path | None
+) -> dict[str, Any]:
+    """The row with its label from the separate labels file (Social IQa), if one was given.
+
+    Raises:
+        TaskFormatError: The labels file has fewer labels than the task file has items.
+    """
+    if extra is None:
+        return row
+    if item >= len(extra):
+        raise TaskFormatError(f"{labels}: fewer labels ({len(extra)}) than items")
+    return {**row, "label": extra[item]}
+
+
+def _claim_id(ids: dict[str, int], task_id: str, number: int, where: str) -> None:
+    """Record the line of ``task_id``; raise `TaskFormatError` when another item has it."""
+    if task_id in ids:
+        raise TaskFormatError(
+            f"{where}: task id {task_id!r} is also on line {ids[task_id]}, with another "
+            "item; give each item its own id"
+        )
+    ids[task_id] = number
 
 
 def _task(
