@@ -135,7 +135,8 @@ def test_pair_kg_passes_check_policy():
 
 def test_pair_kg_asks_the_lookahead_for_the_decision_value(monkeypatch):
     """``pair=kg`` (the default since issue 18's settling on dev) asks for the decision value,
-    ``pair=lookahead`` (the rule before it) for the updated one."""
+    ``pair=lookahead-legacy`` (the rule before it, also under its old name ``lookahead``) for
+    the updated one."""
     seen = []
     original = pair_rule.lookahead_pair
 
@@ -148,11 +149,12 @@ def test_pair_kg_asks_the_lookahead_for_the_decision_value(monkeypatch):
     cases = (
         ("coduel:nmin=2,z=0", "decision"),
         ("coduel:pair=kg,nmin=2,z=0", "decision"),
-        ("coduel:pair=lookahead,nmin=2,z=0", "updated"),
+        ("coduel:pair=lookahead-legacy,nmin=2,z=0", "updated"),
+        ("coduel:pair=lookahead,nmin=2,z=0", "updated"),  # the legacy rule's old name
     )
     for spec, value in cases:
         seen.clear()
         policy = load_policy(spec)
         play(world, policy, np.random.default_rng(0), label=spec)
-        assert policy.pair == ("kg" if value == "decision" else "lookahead")
+        assert policy.pair == ("kg" if value == "decision" else "lookahead-legacy")
         assert seen and set(seen) == {value}

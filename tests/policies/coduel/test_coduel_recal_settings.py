@@ -120,7 +120,10 @@ def test_recal_settings_pass_check_policy():
     [
         ("coduel:recal_scale=maybe", "recal_scale: expected on or off"),
         ("coduel:recal_prior=mixture", "recal_prior: expected one of 'isotropic' or 'population'"),
-        ("coduel:pair=kgg", "pair: expected one of 'lookahead', 'kg' or 'greedy'"),
+        (
+            "coduel:pair=kgg",
+            "pair: expected one of 'kg', 'lookahead-legacy', 'lookahead' or 'greedy'",
+        ),
     ],
 )
 def test_bad_recal_settings_are_named(spec, message):

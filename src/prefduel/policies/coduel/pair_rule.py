@@ -14,11 +14,13 @@ click that tells components apart lowers ``G`` for the rest of the session.
 
 Two values of the best persona in ``G`` (``value``):
 
-- ``"updated"`` (CODuel's ``pair=lookahead``, its earlier default): ``sum_c w'_c max_p u'_cp``
-  with each component's mean
-  *after* the hypothetical click. Within a component the means move with the click, so by
-  Jensen's inequality the expectation of this term rises with how far a click would move them:
-  it charges a pair for what it teaches inside a component, not only for the decision.
+- ``"updated"`` (CODuel's ``pair=lookahead-legacy``, its earlier default, also accepted as
+  ``pair=lookahead``; kept only to reproduce earlier figures): ``sum_c w'_c max_p u'_cp`` with
+  each component's mean *after* the hypothetical click. Within a component the means move with
+  the click, so by Jensen's inequality the expectation of this term rises with how far a click
+  would move them: it charges a pair for what it teaches inside a component, not only for the
+  decision. This is a bias, not a value: removing it gives ``"decision"``, so the corrected
+  rule is ``pair=kg`` and the legacy rule keeps its old behaviour under its own name.
 - ``"decision"`` (CODuel's default, ``pair=kg``): the belief's expected best-persona utility
   does not depend on which pair is
   shown (under the exact belief, ``E_y E[max_p u_p | y] = E[max_p u_p]``), so it is taken from
@@ -121,8 +123,8 @@ def lookahead_pair(
         bank: ``(Q, K, d)`` features of recent questions.
         remaining: Rounds left in the session after this one.
         value: Value of the best persona after a click: ``"updated"`` (each component's
-            updated mean) or ``"decision"`` (the current belief's, the same for every pair);
-            see the module docstring.
+            updated mean: the legacy rule, biased by Jensen's inequality) or ``"decision"``
+            (the current belief's, the same for every pair); see the module docstring.
         compiled: Use the compiled kernel (`prefduel.policies.coduel.kernels`); None: when
             numba is installed. Both give the same values to rounding.
 

@@ -26,10 +26,12 @@ sessions:
 Every component has a setting that switches it off, so each ablation is a spec string:
 ``coduel:population=off``, ``coduel:recal=off``, ``coduel:pair=greedy``, ``coduel:gate=off``.
 The departures from the seed found by a review are settings too: ``pair=kg`` (the default,
-settled on dev; ``pair=lookahead`` is the earlier default), ``recal_scale=off``,
+settled on dev; ``pair=lookahead-legacy`` is the earlier default, whose value of the best
+persona carries a Jensen bias, see ``pair_rule.py``), ``recal_scale=off``,
 ``recal_prior=population``, ``birth_margin=...``, ``split=on`` (off by default). So is the
 incremental EM: ``em=full,recal_growth=0`` is the population refit over every completed user
-after each session, the earlier default.
+after each session, the earlier default. ``coduel-seed`` (``seed.py``) is CODuel with every
+setting as the seed paper states it.
 """
 
 from __future__ import annotations
@@ -53,15 +55,18 @@ from prefduel.policies.loading import POLICIES
 
 @POLICIES.register("coduel")
 class CODuel(Policy):
-    """CODuel (see the module docstring). Settings, with defaults (= the paper's values):
+    """CODuel (see the module docstring). Settings, with our defaults (``coduel-seed`` has the
+    paper's; the two differ in the refit schedule, the EM and the rescale of A):
 
     Args:
         population: ``on`` | ``off`` - learn a mixture prior from completed sessions.
         recal: ``on`` | ``off`` - recalibrate the rater feature with a learned 6x6 map.
-        pair: ``kg`` | ``lookahead`` | ``greedy`` - knowledge-gradient pair rule with the
-            best persona valued on the decision (the current belief's, the same for every
-            pair; the default, better on dev), the same with the best persona valued by each
-            component's updated mean (the earlier default), or greedy pairs.
+        pair: ``kg`` | ``lookahead-legacy`` | ``greedy`` - knowledge-gradient pair rule with
+            the best persona valued on the decision (the current belief's, the same for every
+            pair; the default, better on dev), the legacy rule that values the best persona by
+            each component's updated mean (the earlier default; biased upward by Jensen's
+            inequality, kept to reproduce earlier figures; ``lookahead`` is accepted as its
+            old name), or greedy pairs.
         gate: ``on`` | ``off`` - transfer only while it predicts clicks better.
         alpha: Dirichlet-process concentration (20).
         components: Maximum learned components (16).
@@ -90,7 +95,8 @@ class CODuel(Policy):
         em_chunk: Earlier users whose E-step is redone after each session (200).
         recal_growth: Refits (and full passes) every ``max(recal_every, ceil(recal_growth n))``
             sessions (0.1; 0: every ``recal_every``, the earlier schedule).
-        recal_window: Completed users, the most recent, whose clicks A is fitted on (1000).
+        recal_window: Completed users, the most recent, whose clicks A is fitted on (1000;
+            0: every completed user, as in the seed).
         pass_budget: User E-steps a full pass may spend: ``min(10, pass_budget // n)`` EM
             iterations after a refit, at least one (3000; ``em=full`` always does 10).
     """
@@ -99,7 +105,7 @@ class CODuel(Policy):
     SETTINGS: ClassVar[dict[str, Any]] = {
         "population": Switch,
         "recal": Switch,
-        "pair": Literal["lookahead", "kg", "greedy"],
+        "pair": Literal["kg", "lookahead-legacy", "lookahead", "greedy"],
         "gate": Switch,
         "alpha": Positive,
         "components": NonNegativeCount,
@@ -119,7 +125,7 @@ class CODuel(Policy):
         "em": Literal["incremental", "full"],
         "em_chunk": NonNegativeCount,
         "recal_growth": NonNegative,
-        "recal_window": Count,
+        "recal_window": NonNegativeCount,
         "pass_budget": Count,
     }
 
@@ -151,7 +157,9 @@ class CODuel(Policy):
         pass_budget: int = 3000,
     ) -> None:
         given = dict(locals())  # every argument is a declared setting
-        self.configure(**{name: given[name] for name in self.SETTINGS})
+        self.configure(**{name: given[name] for name in CODuel.SETTINGS})
+        if self.pair == "lookahead":  # the legacy rule's old name
+            self.pair = "lookahead-legacy"
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -433,6 +441,8 @@ class CODuel(Policy):
 
     def _window(self) -> range:
         """The completed users whose clicks the recalibration is fitted on."""
+        if not self.recal_window:  # every completed user
+            return range(self.n_sessions)
         return range(max(0, self.n_sessions - self.recal_window), self.n_sessions)
 
     def _held_thetas(self) -> np.ndarray:
