@@ -71,14 +71,31 @@ def analyze(
             setting is invalid.
     """
     config = config or RankConfig()
+    _check_size(battles)
+    stage = on_stage or (lambda name: None)
+    result = _ratings(battles, config, stage)
+    _holdout_step(result, stage)
+    if config.features:
+        _features(result, stage, on_progress or (lambda name, done, total: None))
+    else:
+        result.messages.append("topic, style and prediction steps were not run (features off)")
+    return result
+
+
+def _check_size(battles: Battles) -> None:
+    """Raise `RankingError` when the log has more models than the analysis ranks."""
     if battles.n_models > MAX_MODELS:
         raise RankingError(
             f"{battles.source}: {battles.n_models:,} models; the analysis ranks at most "
             f"{MAX_MODELS:,} (--min-model-battles excludes models with few battles)"
         )
+
+
+def _ratings(battles: Battles, config: RankConfig, stage: Callable[[str], None]) -> RankAnalysis:
+    """The global and per-user ratings, the users' correlations with the global ranking and
+    their tests, timed (the ``global ratings`` and ``per-user ratings`` stages)."""
     timings: dict[str, float] = {}
     messages: list[str] = []
-    stage = on_stage or (lambda name: None)
     clock = time.perf_counter()
 
     stage("global ratings")
@@ -89,7 +106,7 @@ def analyze(
     stage("per-user ratings")
     personal, rho_elo, rho_bt = _personal(battles, config, glob, messages)
     timings["per_user"] = time.perf_counter() - clock
-    result = RankAnalysis(
+    return RankAnalysis(
         config=config,
         battles=battles,
         global_ratings=glob,
@@ -103,12 +120,6 @@ def analyze(
         messages=messages,
         timings=timings,
     )
-    _holdout_step(result, stage)
-    if config.features:
-        _features(result, stage, on_progress or (lambda name, done, total: None))
-    else:
-        messages.append("topic, style and prediction steps were not run (features off)")
-    return result
 
 
 def _personal(
