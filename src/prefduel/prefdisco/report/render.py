@@ -214,6 +214,8 @@ def _figure(svg: str, caption: str, name: str) -> list[Figure]:
 def _model_sections(
     model: Mapping[str, Any], slug: str, settings: Mapping[str, Any], offline: bool
 ) -> list[Section]:
+    """One model's sections: per condition, NormAlign by task and by attribute, questions asked
+    vs alignment gain (each table followed by its figure), then calls and cost."""
     name = label_of(model)
     level = settings["level"]
     intervals = f"{level:.0%} bootstrap intervals" if settings["bootstrap"] else "no intervals"
@@ -228,53 +230,49 @@ def _model_sections(
             [_conditions_table(model), Paragraph(accuracy_note(offline), "note")],
             id=f"{slug}-conditions",
         ),
-        Section(
+        _figure_section(
             f"{name}: NormAlign by task ({intervals})",
-            [
-                _task_table(model),
-                *_figure(task_svg, f"{name}: NormAlign by task, {interval}", f"{slug}-by-task"),
-            ],
-            id=f"{slug}-by-task",
-            in_toc=False,
+            _task_table(model),
+            (task_svg, f"{name}: NormAlign by task, {interval}"),
+            f"{slug}-by-task",
         ),
-        Section(
+        _figure_section(
             f"{name}: NormAlign by attribute (judge scores of the hidden attribute)",
-            [
-                _attribute_table(model),
-                *_figure(
-                    attribute_svg,
-                    f"{name}: NormAlign by hidden attribute, {interval}",
-                    f"{slug}-by-attribute",
-                ),
-            ],
-            id=f"{slug}-by-attribute",
-            in_toc=False,
+            _attribute_table(model),
+            (attribute_svg, f"{name}: NormAlign by hidden attribute, {interval}"),
+            f"{slug}-by-attribute",
         ),
-        Section(
+        _figure_section(
             f"{name}: questions asked vs alignment gain (discovery - baseline PrefAlign)",
-            [
-                _questions_table(model),
-                *_figure(
-                    scatter_svg,
-                    f"{name}: questions asked vs PrefAlign gain, one point per instance",
-                    f"{slug}-questions",
-                ),
-            ],
-            id=f"{slug}-questions",
-            in_toc=False,
+            _questions_table(model),
+            (scatter_svg, f"{name}: questions asked vs PrefAlign gain, one point per instance"),
+            f"{slug}-questions",
         ),
-        Section(
-            f"{name}: calls and cost per condition (cached answers priced too)",
-            [
-                _usage_table(model)
-                if model.get("usage")
-                else Paragraph("Calls and cost were not recorded (rows of an older run).", "note"),
-                _ask_phase_items(model),
-            ],
-            id=f"{slug}-cost",
-            in_toc=False,
-        ),
+        _cost_section(model, name, slug),
     ]
+
+
+def _figure_section(title: str, table: Table, figure: tuple[str, str], key: str) -> Section:
+    """A model's table followed by its figure (``(svg, caption)``, none when not drawn),
+    ``key`` naming both the section and the figure file; left out of the contents."""
+    svg, caption = figure
+    return Section(title, [table, *_figure(svg, caption, key)], id=key, in_toc=False)
+
+
+def _cost_section(model: Mapping[str, Any], name: str, slug: str) -> Section:
+    """A model's calls and cost per condition (a note for rows without usage) and how its
+    ask phases ended; left out of the contents."""
+    usage = (
+        _usage_table(model)
+        if model.get("usage")
+        else Paragraph("Calls and cost were not recorded (rows of an older run).", "note")
+    )
+    return Section(
+        f"{name}: calls and cost per condition (cached answers priced too)",
+        [usage, _ask_phase_items(model)],
+        id=f"{slug}-cost",
+        in_toc=False,
+    )
 
 
 def _slugs(names: Sequence[str]) -> list[str]:
