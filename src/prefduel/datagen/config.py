@@ -6,6 +6,7 @@ A config is YAML (see ``examples/small.yaml``)::
     seed: 0                         # cue draws, arrival layout, the scripted backend's truth
     output: worlds/small            # the stored world (a directory)
     llm: {backend: scripted}        # LLMConfig keys: backend, base_url, api_key_env, ...
+    batch: {poll: 30, retry: online}   # provider batches (--batch): limits, polling, retries
     cache: .prefduel/llm-cache.sqlite   # shortcuts for llm.cache / llm.call_log /
     budget: 5.0                              # llm.budget (give each in one place only)
     models:                         # per role: a model name or a mapping
@@ -87,6 +88,7 @@ from prefduel.datagen.config_file import (
 from prefduel.datagen.errors import DatagenConfigError, DatagenError
 from prefduel.datagen.prompts import Templates
 from prefduel.datagen.sizes import check_sizes
+from prefduel.llm.batchstate import BatchSettings
 from prefduel.llm.config import LLMConfig, PathText
 from prefduel.worlds.tutorsim_catalogue import Chain, Cue, Kind, Persona, StyleDim, Topic
 from prefduel.worlds.tutorsim_catalogue import ProfileEntry as Student
@@ -147,6 +149,7 @@ class DatagenConfig:
         templates: Prompt templates.
         scripted: Scripted backend settings.
         llm: Endpoint settings (the CLI's LLM flags override them).
+        batch: How ``prefduel datagen --batch`` packs, polls and retries provider batches.
     """
 
     name: str
@@ -174,6 +177,7 @@ class DatagenConfig:
     templates: Templates = field(default_factory=Templates)
     scripted: ScriptedSettings = field(default_factory=ScriptedSettings)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    batch: BatchSettings = field(default_factory=BatchSettings)
 
     @property
     def K(self) -> int:
@@ -226,7 +230,6 @@ class DatagenConfig:
             },
             "llm": {k: v for k, v in self.llm.to_json().items()},
         }
-
 
     def _judge_json(self) -> dict[str, Any]:
         """The ``judge`` settings that differ from the defaults."""
@@ -415,6 +418,13 @@ def config_from_mapping(
         **_settings(top, len(parts.cues), where),
         scripted=scripted,
         llm=_llm(data, where),
+        batch=validate(
+            BatchSettings,
+            data.get("batch") or {},
+            error=DatagenConfigError,
+            source=where.source,
+            prefix="batch",
+        ),
     )
     _check_rounds(config, where)
     check_sizes(

@@ -296,6 +296,7 @@ class ConfigFile(_Section):
     seed: Annotated[Integer, Field(ge=0, lt=2**32)] = 0
     output: Annotated[Text, AfterValidator(check_path)] | None = None
     llm: Mapping[str, Any] | None = None
+    batch: Mapping[str, Any] | None = None  # BatchSettings (checked by it)
     cache: Any = None  # cache, call_log and budget: shortcuts for llm.* (LLMConfig checks)
     call_log: Any = None
     budget: Any = None

@@ -358,6 +358,7 @@ def write_summary(result: DatagenResult) -> None:
         "backend": result.backend,
         "base_url": result.base_url,
         "spend": result.spend(),
+        **({"batch": result.batch} if result.batch is not None else {}),
         "stages": [s.to_json() for s in result.stages],
         "currency": result.currency,
         "malformed": dict(Counter(m["stage"] for m in result.malformed)),

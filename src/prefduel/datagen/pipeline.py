@@ -46,6 +46,7 @@ each question), ``tables.npz`` (``P``, ``U``, wins, valid picks, scores, g and p
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,9 +75,12 @@ from prefduel.datagen.prompts import parse_answer, parse_question, parse_scores
 from prefduel.datagen.results import DatagenPlan, DatagenResult
 from prefduel.datagen.scripted import ScriptedWorld
 from prefduel.datagen.settings import StageSettings, split_config
+from prefduel.llm.batchrun import BatchSender
+from prefduel.llm.batchstate import BatchSettings, BatchState
 from prefduel.llm.cache import ResponseCache, default_cache_path
 from prefduel.llm.client import LLMClient, run_sync
 from prefduel.llm.config import LLMConfig, make_client
+from prefduel.llm.errors import LLMConfigError
 from prefduel.llm.prices import load_prices
 from prefduel.llm.stages import (
     CHUNK,
@@ -119,7 +123,8 @@ class _Pipeline:
 
     def __init__(self, stages: StageSettings, sender: Sender) -> None:
         self.stages = stages
-        self.engine = StageEngine(sender)
+        # a batch sender takes a whole wave at once (its batches run together at the provider)
+        self.engine = StageEngine(sender, chunk=getattr(sender, "chunk", CHUNK))
         for stage in STAGES:
             self.engine.report(stage)
         #: Stages whose prompts hold placeholders of uncached answers (dry run).
@@ -290,11 +295,23 @@ def make_datagen_client(config: DatagenConfig, llm: LLMConfig | None = None) -> 
     return client
 
 
+def _sender(
+    client: LLMClient, progress: bool, batch: BatchSettings | None, folder: Path | None
+) -> ClientSender:
+    """The stages' sender: online calls, or provider batches whose state is kept in the run
+    folder's ``datagen/``."""
+    if batch is None:
+        return ClientSender(client, progress=progress)
+    if folder is None:
+        raise DatagenError("batch mode keeps its batches in the run folder: run with write=True")
+    state = BatchState(folder / "datagen", client.endpoint or "")
+    return BatchSender(client, state, batch, progress=progress)
+
+
 def _collect(
-    stages: StageSettings, client: LLMClient, *, progress: bool, owned: bool
+    stages: StageSettings, client: LLMClient, sender: ClientSender, *, owned: bool
 ) -> tuple[_Pipeline, Collected]:
-    """Run the stages through ``client`` (closed afterwards when ``owned``)."""
-    sender = ClientSender(client, progress=progress)
+    """Run the stages through ``sender`` (``client`` closed afterwards when ``owned``)."""
     pipeline = _Pipeline(stages, sender)
 
     async def main() -> Collected:
@@ -320,6 +337,7 @@ def generate(
     output: str | Path | None = None,
     progress: bool = True,
     write: bool = True,
+    batch: bool | BatchSettings = False,
 ) -> DatagenResult:
     """Run every stage and build the world.
 
@@ -332,6 +350,9 @@ def generate(
         output: World directory (default ``config.output``).
         progress: Show progress bars on stderr.
         write: Write the world and the ``datagen/`` files.
+        batch: Send the calls not cached as provider batches (`BatchSender`), with
+            ``config.batch`` (True) or these settings; their state is kept in
+            ``datagen/batches.json`` of the world folder, so a re-run resumes them.
 
     Returns:
         The result; ``complete`` is False when calls failed (re-run to resume; with ``write``,
@@ -343,7 +364,9 @@ def generate(
             few valid judge picks, ``judge.min_valid``, or usable questions); with ``write``,
             ``datagen/summary.json`` says why and ``malformed.jsonl`` lists the replies.
         DatagenError: With ``write``, the world folder or one of its files cannot be written
-            (checked before the first call).
+            (checked before the first call); ``batch`` without ``write``.
+        LLMConfigError: ``batch`` with a backend that is not an OpenAI-compatible endpoint, or
+            a batch state file that cannot be used.
         CacheError: The cache or the call log cannot be used (checked before the first call).
     """
     started = time.perf_counter()
@@ -356,15 +379,23 @@ def generate(
         config, scripted=client.namespace == "scripted", llm=llm if owned else None
     )
     folder = Path(output if output is not None else config.output) if write else None
+    settings = (config.batch if batch is True else batch) or None
     try:
         if folder is not None:
             check_outputs(folder)
-    except DatagenError:
+        sender = _sender(client, progress, settings, folder)
+    except (DatagenError, LLMConfigError):
         if owned:
             client.close()
         raise
-    pipeline, data = _collect(stages, client, progress=progress, owned=owned)
+    pipeline, data = _collect(stages, client, sender, owned=owned)
     result = _result(pipeline.engine, data, client, stages, folder)
+    if isinstance(sender, BatchSender):
+        result.batch = {
+            **dataclasses.asdict(sender.totals),
+            "discount": client.prices.batch_discount,
+            "settings": sender.settings.to_json(),
+        }
     _finish(result, data, stages, started)
     return result
 
@@ -392,9 +423,7 @@ def _result(
     )
 
 
-def _finish(
-    result: DatagenResult, data: Collected, stages: StageSettings, started: float
-) -> None:
+def _finish(result: DatagenResult, data: Collected, stages: StageSettings, started: float) -> None:
     """Build the world from what the stages collected and write the outputs (those of an
     incomplete or refused run: summary, malformed answers, failures).
 

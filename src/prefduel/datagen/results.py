@@ -63,14 +63,15 @@ class DatagenPlan:
             f"x {r.personas} personas, {r.samples} judge samples; backend {self.backend}; cache "
             f"{self.cache or 'none'})",
             f"{'stage':10s} {'calls':>10s} {'cached':>10s} {'to send':>10s} "
-            f"{'prompt tok':>12s} {'compl. tok':>12s} {'est. cost':>12s}",
+            f"{'prompt tok':>12s} {'compl. tok':>12s} {'est. cost':>12s} {'batch cost':>12s}",
         ]
         for s in [*self.stages, self.total]:
             mark = "" if s.exact else "  ~ (prompts of uncached inputs estimated)"
             lines.append(
                 f"{s.stage:10s} {s.calls:>10,d} {s.cached:>10,d} {s.to_send:>10,d} "
                 f"{s.prompt_tokens:>12,d} {s.completion_tokens:>12,d} "
-                f"{s.cost:>8.4f} {self.currency}{mark if s.stage != 'total' else ''}"
+                f"{s.cost:>8.4f} {self.currency} {s.batch_cost:>8.4f} {self.currency}"
+                f"{mark if s.stage != 'total' else ''}"
             )
         return "\n".join(lines + self._notes()) + "\n"
 
@@ -80,6 +81,11 @@ class DatagenPlan:
         lines = []
         if self.backend == "scripted":
             lines.append("the scripted backend is offline and free")
+        else:
+            lines.append(
+                "est. cost: online calls; batch cost: the same calls as provider batches "
+                "(--batch: the price file's batch_discount off, results within 24 h)"
+            )
         if total.unpriced:
             lines.append(
                 f"no price for {list(total.unpriced)} (counted at 0): add them to a price "
@@ -134,6 +140,9 @@ class DatagenResult:
             query or fragment); None for a backend without one (scripted).
         refused: Why no world was built although every call was answered (too few valid
             judge picks or usable questions); None otherwise.
+        batch: What batch mode did (``--batch``: batches started and resumed, lines sent
+            again online or in new batches, the state file, the discount and the settings);
+            None for an online run.
     """
 
     run: RunInfo
@@ -150,6 +159,7 @@ class DatagenResult:
     backend: str = ""
     base_url: str | None = None
     refused: str | None = None
+    batch: dict[str, Any] | None = None
 
     def stage(self, name: str) -> StageReport:
         """The report of stage ``name``."""
@@ -173,13 +183,17 @@ class DatagenResult:
         interrupted or killed) paid for the answers this world is built from. A complete run
         asks every request of the world, so ``cumulative`` covers every answer received over
         all runs. Not included: replies that were in flight at a kill (never received, so
-        their tokens are unknown; they were sent again) and failed attempts.
+        their tokens are unknown; they were sent again) and failed attempts. ``this_run`` is
+        split into ``online`` calls and provider ``batch`` es (at the batch price).
         """
         this_run = sum(s.cost for s in self.stages)
+        batch = sum(s.batch_cost for s in self.stages)
         earlier = sum(s.earlier_cost for s in self.stages)
         return {
             "currency": self.currency,
             "this_run": this_run,
+            "online": this_run - batch,
+            "batch": batch,
             "earlier_runs": earlier,
             "cumulative": this_run + earlier,
         }
@@ -238,6 +252,7 @@ class DatagenResult:
             f"{spend['cumulative']:.4f} {self.currency} over all runs (answers served from the "
             "cache priced from their stored tokens)"
         )
+        lines += self._batch_notes()
         lines += self._structured_notes()
         rater = self.stage("rater")
         if rater.unusable:
@@ -245,6 +260,22 @@ class DatagenResult:
         if self.dropped:
             lines.append(f"dropped questions (no usable text or answer): {self.dropped}")
         return lines
+
+    def _batch_notes(self) -> list[str]:
+        """What was spent in each mode, and what batch mode did (a batch run only)."""
+        if self.batch is None:
+            return []
+        total = StageReport.total(self.stages)
+        b, c = self.batch, self.currency
+        online = total.sent - total.batched
+        return [
+            f"spent by mode: {total.batch_cost:.4f} {c} in provider batches ({total.batched:,d} "
+            f"answers, {100 * (1 - b['discount']):g}% of the online price), "
+            f"{total.cost - total.batch_cost:.4f} {c} online ({online:,d} answers)",
+            f"batches: {b['started']} started, {b['resumed']} resumed from {b['state']}; "
+            f"{total.batch_failed:,d} failed and {total.batch_expired:,d} expired line(s), sent "
+            f"again: {b['retried_online']:,d} online, {b['retried_batch']:,d} in new batches",
+        ]
 
     def _structured_notes(self) -> list[str]:
         """Which path answered the structured calls, and the judge's logprob configurations."""

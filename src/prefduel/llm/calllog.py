@@ -19,6 +19,7 @@ Every line is a JSON object with these fields (in this order)::
     latency            seconds this attempt took
     retry_in           seconds until the next attempt ("retry" lines)
     error              why the attempt failed (never contains the API key)
+    batch              the provider batch that answered (``--batch`` runs; absent online)
 
 Prompts and answers are not logged (they are in the cache); the API key never is. An answer's
 ``ok`` line is written right after the answer is committed to the cache, so a kill between the
@@ -54,6 +55,7 @@ FIELDS = (
     "latency",
     "retry_in",
     "error",
+    "batch",
 )
 
 

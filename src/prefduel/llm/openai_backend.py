@@ -319,8 +319,7 @@ class OpenAIBackend:
             status = exc.status_code
             message = server_message(exc.body) or exc.message
             raise LLMCallError(
-                f"HTTP {status} from {self.endpoint}: {self._short(message)}"
-                + self._hint(status),
+                f"HTTP {status} from {self.endpoint}: {self._short(message)}" + self._hint(status),
                 kind="http",
                 status=status,
                 # a refused response_format is answered one rung down, not sent again
@@ -338,6 +337,28 @@ class OpenAIBackend:
         self._history.record_answer()
         # scrubbed here, on the one path every reply takes before it is cached or written
         return self._scrubbed(self._parse(request, completion), client)
+
+    def sdk(self) -> Any:
+        """The ``openai`` SDK client of the running event loop (made at the first call; the
+        Batch API client, `prefduel.llm.batchapi`, sends through it)."""
+        return self._client()
+
+    def read_completion(self, request: LLMRequest, completion: Any) -> LLMResponse:
+        """A chat completion received otherwise (a line of a batch's output file, its objects
+        readable as attributes) read as an online reply is: the same fields, scrubbed of every
+        secret (`scrub_reply`).
+
+        Raises:
+            LLMCallError: As `complete`, for a completion without text (``malformed``) or one
+                the content filter blocked (``refused``).
+        """
+        try:
+            response = self._parse(request, completion)
+        except LLMCallError as exc:
+            raise LLMCallError(
+                self.redact(str(exc)), kind=exc.kind, retryable=exc.retryable
+            ) from None
+        return self._scrubbed(response, self._client())
 
     def _connection_error(self, exc: Exception) -> LLMCallError:
         """The error of a failed connection, worded from what the endpoint did before."""

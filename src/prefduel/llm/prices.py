@@ -7,6 +7,7 @@ output (completion) tokens::
     models:
       gpt-4o-mini: {input: 0.15, output: 0.60}
       "gpt-4o-mini-*": {input: 0.15, output: 0.60}   # glob patterns are allowed
+    batch_discount: 0.5        # share of the price a provider's Batch API takes off
 
 prefduel ships example prices (``prefduel/llm/data/prices.yaml``); a user file in
 the same format (``load_prices(path)``, or the ``PREFDUEL_PRICES`` environment variable)
@@ -35,6 +36,9 @@ PRICES_ENV = "PREFDUEL_PRICES"
 #: Highest price per million tokens a price file may give (no model costs a million per million
 #: tokens; larger numbers are typos, and their costs summed over a run could overflow).
 MAX_PRICE = 1_000_000.0
+#: The share of the online price a provider's Batch API takes off when no price file says
+#: otherwise (OpenAI's batches cost half).
+DEFAULT_BATCH_DISCOUNT = 0.5
 _PACKAGE_FILE = "data/prices.yaml"
 _PATTERN_CHARS = frozenset("*?[")
 
@@ -67,13 +71,21 @@ class PriceTable:
         prices: Model name or glob pattern -> price.
         currency: Currency of the prices (display only).
         source: Where the table came from (named in warnings).
+        batch_discount: The share of the price a provider's Batch API takes off (0.5: batch
+            calls cost half).
     """
 
     def __init__(
-        self, prices: Mapping[str, ModelPrice], *, currency: str = "USD", source: str = ""
+        self,
+        prices: Mapping[str, ModelPrice],
+        *,
+        currency: str = "USD",
+        source: str = "",
+        batch_discount: float = DEFAULT_BATCH_DISCOUNT,
     ) -> None:
         self.prices = dict(prices)
         self.currency = currency
+        self.batch_discount = batch_discount
         self.source = source
         self._patterns = sorted(
             (k for k in self.prices if _PATTERN_CHARS & set(k)), key=lambda k: (-len(k), k)
@@ -119,6 +131,14 @@ class PriceTable:
             return 0.0
         return price.cost(prompt_tokens, completion_tokens)
 
+    def batch_cost(
+        self, model: str, prompt_tokens: int, completion_tokens: int, *, warn: bool = True
+    ) -> float:
+        """Cost of one call sent in a provider batch: `cost` less the `batch_discount`."""
+        return self.cost(model, prompt_tokens, completion_tokens, warn=warn) * (
+            1.0 - self.batch_discount
+        )
+
     def _warn_unknown(self, model: str) -> None:
         with self._lock:
             if model in self._warned:
@@ -132,10 +152,27 @@ class PriceTable:
             stacklevel=3,
         )
 
-    def merged(self, other: PriceTable) -> PriceTable:
-        """This table with ``other``'s entries added or replacing (``other``'s currency)."""
+    def merged(self, other: PriceTable, *, discount: bool = True) -> PriceTable:
+        """This table with ``other``'s entries added or replacing (``other``'s currency, and
+        its batch discount when ``discount``, else this one's)."""
         source = " + ".join(s for s in (self.source, other.source) if s)
-        return PriceTable({**self.prices, **other.prices}, currency=other.currency, source=source)
+        return PriceTable(
+            {**self.prices, **other.prices},
+            currency=other.currency,
+            source=source,
+            batch_discount=other.batch_discount if discount else self.batch_discount,
+        )
+
+
+def _discount(data: Mapping[str, Any], source: str) -> float:
+    """The ``batch_discount`` of a price file (the default when it gives none)."""
+    value = data.get("batch_discount", DEFAULT_BATCH_DISCOUNT)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise PriceTableError(
+            f"{source}: batch_discount must be a number in [0, 1) (the share of the price a "
+            f"Batch API takes off; 0.5 is half price), got {value!r}"
+        )
+    return float(value)
 
 
 def _parse_table(data: Any, source: str) -> tuple[PriceTable, bool]:
@@ -144,11 +181,11 @@ def _parse_table(data: Any, source: str) -> tuple[PriceTable, bool]:
         raise PriceTableError(
             f"{source}: expected a mapping with 'currency' and 'models', got {type(data).__name__}"
         )
-    unknown = set(data) - {"currency", "models", "replace"}
+    unknown = set(data) - {"currency", "models", "replace", "batch_discount"}
     if unknown:
         raise PriceTableError(
             f"{source}: unknown top-level keys {sorted(unknown)}; expected currency, models, "
-            "replace"
+            "replace, batch_discount"
         )
     currency = data.get("currency", "USD")
     if not isinstance(currency, str) or not currency:
@@ -187,7 +224,10 @@ def _parse_table(data: Any, source: str) -> tuple[PriceTable, bool]:
     replace = data.get("replace", False)
     if not isinstance(replace, bool):
         raise PriceTableError(f"{source}: replace must be true or false, got {replace!r}")
-    return PriceTable(prices, currency=currency, source=source), replace
+    table = PriceTable(
+        prices, currency=currency, source=source, batch_discount=_discount(data, source)
+    )
+    return table, replace
 
 
 def default_prices() -> PriceTable:
@@ -228,7 +268,8 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> PriceTable:
         return base
     data = read_yaml(path, "price file", PriceTableError)
     user, replace = _parse_table(data, str(path))
-    return user if replace else base.merged(user)
+    given = isinstance(data, Mapping) and "batch_discount" in data
+    return user if replace else base.merged(user, discount=given)
 
 
 def estimate_tokens(text: str) -> int:

@@ -50,7 +50,13 @@ class StageReport:
             asked again without ``response_format`` (counted in ``calls`` too).
         prompt_tokens: Prompt tokens sent in this run.
         completion_tokens: Completion tokens received in this run.
-        cost: Money spent in this run.
+        cost: Money spent in this run (provider batches included).
+        batched: Of ``sent``, answered through a provider's Batch API (``--batch``).
+        batch_cost: Of ``cost``, spent on those (at the batch price).
+        batch_failed: Batch lines that came back without an answer (an error status), each
+            sent again (online or in a new batch) or counted in ``failed``.
+        batch_expired: Batch lines the provider did not run (the batch expired or was
+            cancelled), sent again the same way.
         earlier_cost: What this stage's answers served from the cache cost when an earlier run
             (or another run sharing the cache) received them: their stored tokens at this
             run's prices; each distinct request counted once.
@@ -71,6 +77,10 @@ class StageReport:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    batched: int = 0
+    batch_cost: float = 0.0
+    batch_failed: int = 0
+    batch_expired: int = 0
     earlier_cost: float = 0.0
     seconds: float = 0.0
 
@@ -101,6 +111,8 @@ class StageEstimate:
         prompt_tokens: Estimated prompt tokens of the calls to send.
         completion_tokens: Estimated completion tokens of the calls to send.
         cost: Estimated cost of the calls to send (0 for a backend that is not billable).
+        batch_cost: The same calls sent through a provider's Batch API (``cost`` less the
+            price table's ``batch_discount``).
         exact: Whether every prompt is known (earlier stages cached); otherwise prompts are
             estimated with placeholder answers.
         unpriced: Models without a price (counted at 0).
@@ -112,6 +124,7 @@ class StageEstimate:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    batch_cost: float = 0.0
     exact: bool = True
     unpriced: tuple[str, ...] = ()
 
@@ -134,6 +147,7 @@ class StageEstimate:
             out.prompt_tokens += s.prompt_tokens
             out.completion_tokens += s.completion_tokens
             out.cost += s.cost
+            out.batch_cost += s.batch_cost
             out.exact = out.exact and s.exact
             out.unpriced = tuple(sorted({*out.unpriced, *s.unpriced}))
         return out
@@ -423,6 +437,7 @@ class CacheSender:
         est.completion_tokens += estimate.completion_tokens
         if self.billable:
             est.cost += estimate.cost
+            est.batch_cost += estimate.cost * (1.0 - self.prices.batch_discount)
             est.unpriced = tuple(sorted({*est.unpriced, *estimate.unpriced_models}))
         return out
 

@@ -10,7 +10,9 @@ Standard library only (``http.server`` in a background thread)::
         assert all(r.attempt <= 1 for r in server.requests)
 
 It serves ``POST /v1/chat/completions`` (answer: `default_answer` of the JSON body, or
-your ``answer`` function) and ``GET /v1/models``. It honours ``response_format`` (a JSON schema:
+your ``answer`` function), ``GET /v1/models``, and OpenAI's Batch API (``/v1/files``,
+``/v1/batches``: `OpenAITestServer.batch`, a `prefduel.llm.testbatches.BatchDesk` whose lines
+get the same answers as online calls). It honours ``response_format`` (a JSON schema:
 the answer is put into it), or ignores or rejects it (``structured=``); draws the first answer
 token from a ``distribution`` function when given; and returns ``logprobs`` when asked
 (`prefduel.llm.testanswers`). Before answering, the fault schedule (a
@@ -47,6 +49,7 @@ from prefduel.llm.testanswers import (
     json_schema,
     logprobs_payload,
 )
+from prefduel.llm.testbatches import BatchDesk, line_fault_status
 from prefduel.llm.testfaults import (
     ECHO_PLACES,
     FAULT_KINDS,
@@ -67,6 +70,7 @@ from prefduel.llm.testfaults import (
 )
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+BATCH_PREFIXES = ("/v1/files", "/v1/batches")
 
 #: The body with which llama-cpp-python's server (0.3) answers a ``json_schema`` format: HTTP 500
 #: and a pydantic validation error naming ``response_format`` (seen on a real server).
@@ -118,9 +122,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
         self.wfile.flush()
 
+    def _batch_reply(self, status: int, reply: Any) -> None:
+        if isinstance(reply, bytes):
+            self._send(status, reply, content_type="application/octet-stream")
+        else:
+            self._send(status, json.dumps(reply).encode())
+
     def do_GET(self) -> None:
-        """``/v1/models``: one test model."""
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
+        """``/v1/models``: one test model; the Batch API's files and batches."""
+        if self.path.startswith(BATCH_PREFIXES):
+            self._batch_reply(*self.server.owner.batch.get(self.path))
+        elif self.path.rstrip("/") in ("/v1/models", "/models"):
             data = {"object": "list", "data": [{"id": "test-model", "object": "model"}]}
             self._send(200, json.dumps(data).encode())
         else:
@@ -130,6 +142,10 @@ class _Handler(BaseHTTPRequestHandler):
         """Chat completions, with the scheduled fault if any."""
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.path.startswith(BATCH_PREFIXES):
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self._batch_reply(*self.server.owner.batch.post(self.path, headers, raw))
+            return
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -258,6 +274,8 @@ class OpenAITestServer:
         self._attempts: dict[str, int] = {}
         self._answers: dict[str, int] = {}
         self._stopping = threading.Event()
+        #: The Batch API's files and batches (`BatchDesk`: holds, line faults, expiry).
+        self.batch = BatchDesk(self)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -341,6 +359,34 @@ class OpenAITestServer:
         if echo is not None:
             echo_reply(data, bearer_token(authorization), echo.echo_fields)
         return data
+
+    def line_reply(
+        self, body: Any, headers: Mapping[str, str], faults: FaultSchedule | None
+    ) -> tuple[int, dict[str, Any]]:
+        """The status and reply of one batch line: what an online call of ``body`` gets
+        (recorded as a request of path ``batch``), or the error of its scheduled fault."""
+        key = body_key(body)
+        with self._lock:
+            attempt = self._attempts.get(key, 0)
+            self._attempts[key] = attempt + 1
+            received = ReceivedRequest(
+                len(self._requests), time.monotonic(), "POST", "batch", headers, body, key, attempt
+            )
+            self._requests.append(received)
+        fault = faults(received) if faults is not None else None
+        if fault is not None:
+            status = line_fault_status(fault)
+            with self._lock:
+                self._requests[received.index] = replace(received, fault=fault.kind)
+            return status, {"error": {"message": f"injected fault: HTTP {status}"}}
+        has_schema = json_schema(body) is not None or json_object_schema(body) is not None
+        if has_schema and self.structured == "reject":
+            return 400, {"error": {"message": "response_format is not supported by this server"}}
+        if json_schema(body) is not None and self.structured == "json_object":
+            return 500, LLAMA_CPP_PYTHON_REFUSAL
+        data = self.completion(body, received)
+        self._answered(received)
+        return 200, data
 
     # -- records ---------------------------------------------------------------------------
 
