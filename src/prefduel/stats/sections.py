@@ -24,6 +24,7 @@ from prefduel.core.errors import ResultsFileError, SpecError
 from prefduel.core.registry import parse_spec, split_specs
 from prefduel.runner.rows import number_problem, versions_note
 from prefduel.runner.store import ResultsFileWarning
+from prefduel.stats.ask_tables import ask_blocks, ask_json, ask_records
 from prefduel.stats.paired import learning_curve, paired_gains, profile_breakdown, round_curve
 from prefduel.stats.table import (
     StatsBlock,
@@ -73,7 +74,8 @@ def stats_report(all_rows: list[dict[str, Any]], options: StatsOptions) -> str |
 
     Returns:
         The text to print; None when no row matches the filters. ``json`` is one object with
-        a key per section (``summary``, ``paired_gains``, ``curves``, ``by_profile``).
+        a key per section (``summary``, ``ask_tracks`` when some policy asked questions on
+        an ask track, ``paired_gains``, ``curves``, ``by_profile``).
 
     Raises:
         SpecError: an unknown competitor or a ``by_profile`` policy without rows.
@@ -148,6 +150,12 @@ PARTS = (
         lambda i: True,
         lambda i: summary_records(i.summary),
         lambda i: summary_blocks(i.summary, i.options.fmt),
+    ),
+    _Part(
+        "ask_tracks",
+        lambda i: bool(ask_records(i.rows)),
+        lambda i: ask_json(i.rows),
+        lambda i: ask_blocks(i.rows, i.options.fmt),
     ),
     _Part(
         "paired_gains",

@@ -23,6 +23,7 @@ import numpy as np
 from prefduel.core.document import NO_VALUE, Cell, Paragraph, Table, number
 from prefduel.core.document_text import markdown_escape, table_csv, table_markdown, table_text
 from prefduel.policies.loading import display_names
+from prefduel.stats.asking import asked_per_arrival, order_worlds, track_of
 from prefduel.worlds.spec import parse_world, world_kind
 from prefduel.worlds.votes import GENERATOR as VOTES
 
@@ -68,10 +69,14 @@ def summarize_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Returns:
         Entries ``{world, policy, kind, n, seeds, score_mean, score_se, excess_mean,
-        excess_se}`` (``*_se`` is None for a single seed), worlds in order of first appearance,
-        within a world by score descending (ties by policy name). Rows marked ``undefined``
-        are left out: their entry gets ``undefined`` (the reason) and ``undefined_seeds``, and
-        None means when no seed is defined (such entries come last).
+        excess_se, ask_budget, asked_per_arrival}`` (``*_se`` is None for a single seed;
+        ``ask_budget`` the world's ask track, 0 without one; ``asked_per_arrival`` the
+        questions asked per arrival, mean over seeds, None when a row does not say). Worlds
+        come in order of first appearance, the ask tracks of a world together by budget
+        (`prefduel.stats.asking.order_worlds`); within a world, by score descending (ties by
+        policy name). Rows marked ``undefined`` are left out: their entry gets ``undefined``
+        (the reason) and ``undefined_seeds``, and None means when no seed is defined (such
+        entries come last).
 
     Raises:
         ValueError: if a row is missing a field or a ``(world, policy, seed)`` appears twice.
@@ -83,15 +88,18 @@ def summarize_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             kind, value, excess = row.get("kind", "policy"), row["score"], row["excess"]
         except KeyError as exc:
             raise ValueError(f"row {index} has no field {exc}") from None
-        group = groups.setdefault((world, policy), {"kind": kind, "seeds": {}, "undefined": {}})
+        group = groups.setdefault(
+            (world, policy), {"kind": kind, "seeds": {}, "undefined": {}, "asked": []}
+        )
         if seed in group["seeds"] or seed in group["undefined"]:
             raise ValueError(f"world {world!r}, policy {policy!r}: seed {seed} appears twice")
         if row.get("undefined"):
             group["undefined"][seed] = str(row["undefined"])
         else:
             group["seeds"][seed] = (float(value), float(excess))
+            group["asked"].append(asked_per_arrival(row))
     summary = [_entry(world, policy, g) for (world, policy), g in groups.items()]
-    world_order = {w: i for i, w in enumerate(dict.fromkeys(w for w, _ in groups))}
+    world_order = {w: i for i, w in enumerate(order_worlds(w for w, _ in groups))}
     summary.sort(key=lambda e: (world_order[e["world"]], *_rank(e)))
     return summary
 
@@ -114,7 +122,11 @@ def _entry(world: str, policy: str, group: dict[str, Any]) -> dict[str, Any]:
         "score_se": None,
         "excess_mean": None,
         "excess_se": None,
+        "ask_budget": track_of(world)[1],
+        "asked_per_arrival": None,
     }
+    if seeds and None not in group["asked"]:
+        entry["asked_per_arrival"] = float(np.mean(group["asked"]))
     if seeds:
         scores = [group["seeds"][s][0] for s in seeds]
         excesses = [group["seeds"][s][1] for s in seeds]
@@ -160,28 +172,51 @@ def undefined_note(entry: dict[str, Any]) -> str | None:
     return f"{entry['policy']}: undefined{where}: {entry['undefined']}"
 
 
+def track_text(world: str) -> str:
+    """``ask track: up to B questions per arrival`` for a world on an ask track, else ""."""
+    budget = track_of(world)[1]
+    if not budget:
+        return ""
+    return f"ask track: up to {budget} question{'s' * (budget != 1)} per arrival"
+
+
+def world_heading(world: str) -> str:
+    """What stands behind a world's table: its ask track (if any) and what a seed is."""
+    track = track_text(world)
+    return f"{track}; {replicates(world)}" if track else replicates(world)
+
+
 def _world_table(
     world: str, entries: list[dict[str, Any]], labels: dict[str, str] | None = None
 ) -> Table:
-    """The summary table of one world: policy, seeds, score and excess regret mean ± s.e.,
-    titled with what the seeds are replicates of; references are ``ref`` rows. Policies are
-    shown by their ``labels`` (short names of user policies) where given."""
+    """The summary table of one world: policy, seeds, score and excess regret mean ± s.e.
+    (on an ask track also the questions asked per arrival), titled with the track and what
+    the seeds are replicates of; references are ``ref`` rows. Policies are shown by their
+    ``labels`` (short names of user policies) where given."""
     labels = labels or {}
-    return Table(
-        ["policy", "seeds", "score (mean ± s.e.)", "excess (mean ± s.e.)"],
+    track = bool(track_of(world)[1])
+    columns = ["policy", "seeds", "score (mean ± s.e.)", "excess (mean ± s.e.)"]
+    rows: list[list[Any]] = [
         [
-            [
-                labels.get(e["policy"], e["policy"]),
-                e["n"],
-                _mean_se_cell(e["score_mean"], e["score_se"], 2),
-                _mean_se_cell(e["excess_mean"], e["excess_se"], 1),
-            ]
-            for e in entries
-        ],
-        title=f"world: {world} ({replicates(world)})",
+            labels.get(e["policy"], e["policy"]),
+            e["n"],
+            _mean_se_cell(e["score_mean"], e["score_se"], 2),
+            _mean_se_cell(e["excess_mean"], e["excess_se"], 1),
+        ]
+        for e in entries
+    ]
+    if track:
+        columns.append("asked / arrival")
+        for row, e in zip(rows, entries, strict=True):
+            asked = e.get("asked_per_arrival")
+            row.append(NO_VALUE if asked is None else number(asked, 2))
+    return Table(
+        columns,
+        rows,
+        title=f"world: {world} ({world_heading(world)})",
         row_tones=["ref" if e.get("kind") == "reference" else "" for e in entries],
         key="summary",
-        align=("left", "right", "right", "right"),
+        align=("left", *["right"] * (len(columns) - 1)),
         header_rule=True,
         ref_marker="[ref]",
         escape_emphasis=True,
@@ -202,7 +237,7 @@ def summary_records(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
 StatsBlock = Table | Paragraph
 
 _CSV_FIELDS = ("world", "policy", "kind", "n", "score_mean", "score_se", "excess_mean")
-_CSV_FIELDS += ("excess_se", "replicates")
+_CSV_FIELDS += ("excess_se", "ask_budget", "asked_per_arrival", "replicates")
 
 
 def data_table(fields: Sequence[str], entries: Iterable[dict[str, Any]]) -> Table:
@@ -239,7 +274,8 @@ def summary_blocks(summary: list[dict[str, Any]], fmt: str) -> list[StatsBlock]:
     blocks = []
     for world, entries in worlds.items():
         blocks.append(Paragraph(f"### {markdown_escape(world, emphasis=True)}"))
-        blocks.append(Paragraph(f"± over seeds; {markdown_escape(replicates(world), True)}."))
+        heading = markdown_escape(world_heading(world), True)
+        blocks.append(Paragraph(f"± over seeds; {heading}."))
         blocks.append(replace(_world_table(world, entries, labels), title=""))
         notes = [n for e in entries if (n := undefined_note(e))]
         blocks += [Paragraph(markdown_escape(n, emphasis=True)) for n in notes]
