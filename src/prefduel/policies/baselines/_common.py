@@ -3,12 +3,48 @@ algebra for hierarchical (meta-learned) priors."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import math
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
+from pydantic import PlainValidator
+from pydantic_core import PydanticCustomError
 
 from prefduel.policies.base import Policy, Positive
 from prefduel.policies.laplace import LaplaceBelief
+
+
+def _radius(value: Any) -> float | str:
+    if value == "theory":
+        return "theory"
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value < 0:
+        raise PydanticCustomError(
+            "radius", "expected a number >= 0 or theory, got {value}", {"value": repr(value)}
+        )
+    return float(value)
+
+
+#: A confidence multiplier: a number >= 0, or ``"theory"`` for the papers' radius
+#: ``sqrt(d ln T)`` (`theory_radius`), resolved when a run starts.
+Radius = Annotated[Any, PlainValidator(_radius)]
+
+
+def theory_radius(d: int, horizon: int) -> float:
+    """``sqrt(d ln T)``: the leading order of the confidence radius in the regret analyses of
+    CoLSTIM, MaxInP and COLDB, with their problem constants (the link's slope bound, the norm
+    bound of theta) set to 1, since the benchmark's learners do not know them.
+
+    Args:
+        d: Feature dimension.
+        horizon: Rounds ``T`` the estimate is built from (at least 2 is used).
+    """
+    return math.sqrt(d * math.log(max(int(horizon), 2)))
+
+
+def resolve_radius(value: float | str, d: int, horizon: int) -> float:
+    """A `Radius` setting as a number: itself, or `theory_radius` for ``"theory"``."""
+    return theory_radius(d, horizon) if value == "theory" else float(value)
 
 
 def pair_widths(Phi: np.ndarray, sigma: np.ndarray) -> np.ndarray:

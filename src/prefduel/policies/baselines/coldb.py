@@ -9,7 +9,7 @@ import numpy as np
 
 from prefduel.core.btl import sigmoid
 from prefduel.policies.base import NonNegative, NonNegativeCount, Policy, Positive
-from prefduel.policies.baselines._common import argmax_pair
+from prefduel.policies.baselines._common import Radius, argmax_pair, resolve_radius
 from prefduel.policies.baselines.linear_duel import maxpair_scores
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
@@ -85,7 +85,9 @@ class COLDB(Policy):
         threshold: Multiplier of the CLUB radius in the edge test (default 0.5, tuned on
             ``dev``; on ``dev``
             larger values join almost every user into one component, smaller ones almost none).
-        beta: Width multiplier of the pair rule (default 0.5, tuned on ``dev``).
+        beta: Width multiplier of the pair rule (default 0.5, tuned on ``dev``; ``theory`` =
+            ``sqrt(d ln(N S))``, `theory_radius` over all the run's rounds, since a cluster's
+            estimate pools users).
         prior_var: Prior variance of theta (default 1.0).
         refit: Newton steps of the pooled logistic fit per arrival (default 2; 0 = sum of
             the members' Laplace summaries only).
@@ -94,7 +96,7 @@ class COLDB(Policy):
     name = "coldb"
     SETTINGS: ClassVar[dict[str, Any]] = {
         "threshold": NonNegative,
-        "beta": NonNegative,
+        "beta": Radius,
         "prior_var": Positive,
         "refit": NonNegativeCount,
     }
@@ -102,7 +104,7 @@ class COLDB(Policy):
     def __init__(
         self,
         threshold: float = 0.5,
-        beta: float = 0.5,
+        beta: float | str = 0.5,
         prior_var: float = 1.0,
         refit: int = 2,
     ) -> None:
@@ -113,6 +115,7 @@ class COLDB(Policy):
     def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
         super().reset(rng, context)
         n, s, d = max(int(context["N"]), 1), max(int(context["S"]), 1), self.d
+        self._beta = resolve_radius(self.beta, d, n * s)
         self.ridge = np.eye(d) / self.prior_var
         # completed users (grown on demand if more arrive than context["N"] announced)
         self.theta = np.zeros((n, d))  # own estimates
@@ -146,7 +149,7 @@ class COLDB(Policy):
 
     def select(self, Phi: np.ndarray) -> tuple[int, int]:
         phi = np.asarray(Phi, dtype=float)
-        scores = maxpair_scores(phi, self.cluster.mu, self.cluster.sigma, self.beta)
+        scores = maxpair_scores(phi, self.cluster.mu, self.cluster.sigma, self._beta)
         jitter = _JITTER * self.rng.random(self.K)
         i, j = argmax_pair(scores + jitter[:, None] + jitter[None, :])
         self._last = phi[i] - phi[j]

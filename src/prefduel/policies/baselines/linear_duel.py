@@ -9,15 +9,17 @@ confidence width of a pair is ``||phi_i - phi_j||_Sigma`` (see `pair_widths`).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from prefduel.policies.base import NonNegative
 from prefduel.policies.baselines._common import (
+    Radius,
     UserLaplacePolicy,
     argmax_pair,
     pair_widths,
+    resolve_radius,
 )
 from prefduel.policies.loading import POLICIES
 
@@ -104,31 +106,59 @@ class CoLSTIM(UserLaplacePolicy):
     Linear Stochastic Transitivity Models", ICML 2022), per user.
 
     Selection: the first persona maximizes a perturbed utility,
-    ``i = argmax_k phi_k.mu + scale * eps_k`` with ``eps_k`` i.i.d. standard Gumbel (the
-    perturbation whose differences are logistic, matching the logistic link; not truncated);
-    the second is the optimistic toughest competitor,
+    ``i = argmax_k phi_k.mu + noise_k`` with ``eps_k`` i.i.d. standard Gumbel (the
+    perturbation whose differences are logistic, matching the logistic link); with
+    ``perturb=fixed`` (the tuned form) ``noise_k = scale * eps_k``, not truncated; with
+    ``perturb=width`` (the paper's form) ``noise_k = scale * clip(eps_k, -threshold,
+    threshold) * ||phi_k||_Sigma``. The second is the optimistic toughest competitor,
     ``j = argmax_{k != i} phi_k.mu + c ||phi_k - phi_i||_Sigma``. The paper's MLE and
     ``V^{-1}`` are replaced by the Laplace posterior mean and covariance.
 
     Update: one Laplace step on ``z = phi_i - phi_j`` (prior restarts for every user).
 
     Args:
-        c: Width multiplier for the competitor (default 0.5, tuned on ``dev``).
+        c: Width multiplier for the competitor (default 0.5, tuned on ``dev``; ``theory`` =
+            ``sqrt(d ln S)``, `theory_radius` over one user's S rounds).
         scale: Scale of the Gumbel perturbation of the first arm (default 0.1, tuned on
             ``dev``; 0 = greedy).
         prior_var: Prior variance of theta (default 1.0).
+        perturb: ``fixed`` (default) or ``width`` (see Selection).
+        threshold: Truncation of the Gumbel draws under ``perturb=width`` (default
+            ``theory``, as ``c``; unused under ``fixed``).
     """
 
     name = "colstim"
-    SETTINGS: ClassVar[dict[str, Any]] = {"c": NonNegative, "scale": NonNegative}
+    SETTINGS: ClassVar[dict[str, Any]] = {
+        "c": Radius,
+        "scale": NonNegative,
+        "perturb": Literal["fixed", "width"],
+        "threshold": Radius,
+    }
 
-    def __init__(self, c: float = 0.5, scale: float = 0.1, prior_var: float = 1.0) -> None:
+    def __init__(
+        self,
+        c: float | str = 0.5,
+        scale: float = 0.1,
+        prior_var: float = 1.0,
+        perturb: str = "fixed",
+        threshold: float | str = "theory",
+    ) -> None:
         super().__init__(prior_var)
-        self.configure(c=c, scale=scale)
+        self.configure(c=c, scale=scale, perturb=perturb, threshold=threshold)
+
+    def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
+        super().reset(rng, context)
+        horizon = int(context["S"])  # each user is a fresh problem of S rounds
+        self._c = resolve_radius(self.c, self.d, horizon)
+        self._threshold = resolve_radius(self.threshold, self.d, horizon)
 
     def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
-        noise = self.scale * self.rng.gumbel(size=self.K) + _JITTER * self.rng.random(self.K)
-        return colstim_pair(Phi, self.belief.mu, self.belief.sigma, noise, self.c)
+        eps = self.rng.gumbel(size=self.K)
+        if self.perturb == "width":
+            own = np.einsum("kd,de,ke->k", Phi, self.belief.sigma, Phi)
+            eps = np.clip(eps, -self._threshold, self._threshold) * np.sqrt(np.maximum(own, 0.0))
+        noise = self.scale * eps + _JITTER * self.rng.random(self.K)
+        return colstim_pair(Phi, self.belief.mu, self.belief.sigma, noise, self._c)
 
 
 @POLICIES.register("maxinp")
@@ -145,26 +175,31 @@ class MaxInP(UserLaplacePolicy):
     Update: one Laplace step on ``z = phi_i - phi_j`` (prior restarts for every user).
 
     Args:
-        beta: Confidence multiplier of the candidate set (default 0.25, tuned on ``dev``).
+        beta: Confidence multiplier of the candidate set (default 0.25, tuned on ``dev``;
+            ``theory`` = ``sqrt(d ln S)``, `theory_radius` over one user's S rounds).
         prior_var: Prior variance of theta (default 1.0).
     """
 
     name = "maxinp"
-    SETTINGS: ClassVar[dict[str, Any]] = {"beta": NonNegative}
+    SETTINGS: ClassVar[dict[str, Any]] = {"beta": Radius}
 
-    def __init__(self, beta: float = 0.25, prior_var: float = 1.0) -> None:
+    def __init__(self, beta: float | str = 0.25, prior_var: float = 1.0) -> None:
         super().__init__(prior_var)
         self.configure(beta=beta)
+
+    def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
+        super().reset(rng, context)
+        self._beta = resolve_radius(self.beta, self.d, int(context["S"]))
 
     def candidates(self, Phi: np.ndarray) -> np.ndarray:
         """The current candidate set for features ``Phi`` (K x d), as a boolean mask ``(K,)``."""
         return maxinp_candidates(
-            np.asarray(Phi, float), self.belief.mu, self.belief.sigma, self.beta
+            np.asarray(Phi, float), self.belief.mu, self.belief.sigma, self._beta
         )
 
     def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
         jitter = _JITTER * self.rng.random(self.K)
-        return maxinp_pair(Phi, self.belief.mu, self.belief.sigma, self.beta, jitter)
+        return maxinp_pair(Phi, self.belief.mu, self.belief.sigma, self._beta, jitter)
 
 
 @POLICIES.register("maxpair-ucb")

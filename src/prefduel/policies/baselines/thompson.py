@@ -111,8 +111,9 @@ class DuelingTSLaplace(UserLaplacePolicy):
 class _SharedMeanPolicy(UserLaplacePolicy):
     """State shared by ``meta-ts`` and ``hier-ts``: the posterior of the users' shared mean,
     in information form (precision ``(d, d)``, information ``(d,)``), built from completed
-    users' marginal likelihood summaries. Each user's belief starts at ``N(m, prior_var I)``
-    with ``m`` from `_user_prior_mean`; clicks update it as in the per-user baselines."""
+    users' marginal likelihood summaries. Each user's belief starts at ``N(m, Sigma0)``
+    (``Sigma0 = prior_var I``) with ``m`` from `_user_prior_mean`; clicks update it as in the
+    per-user baselines."""
 
     name = "shared-mean"
     SETTINGS: ClassVar[dict[str, Any]] = {
@@ -135,6 +136,7 @@ class _SharedMeanPolicy(UserLaplacePolicy):
         # the first user's belief is built in start_student, once the shared mean is drawn
         Policy.reset(self, rng, context)
         eye = np.eye(self.d)
+        self.prior_cov = self.prior_var * eye  # Sigma0 (hier-ts-eb re-estimates it)
         self.prior_prec = eye / self.prior_var  # Sigma0^{-1}
         self.meta_prec = eye / self.meta_var  # posterior precision of the shared mean
         self.meta_info = np.zeros(self.d)  # posterior information of the shared mean
@@ -146,17 +148,22 @@ class _SharedMeanPolicy(UserLaplacePolicy):
         cov = np.linalg.inv(self.meta_prec)
         return cov @ self.meta_info, cov
 
-    def _user_summary(self) -> tuple[np.ndarray, np.ndarray]:
-        """Marginal summary ``(P, p)`` of the current user's clicks about the shared mean."""
-        post_cov = self.belief.sigma
-        post_prec = np.linalg.inv(post_cov)
+    def _user_likelihood(self) -> tuple[np.ndarray, np.ndarray]:
+        """The current user's clicks as a Gaussian likelihood of their theta, in information
+        form ``(lam (d, d), h (d,))``: the Laplace posterior's minus the prior's."""
+        post_prec = np.linalg.inv(self.belief.sigma)
         lam = post_prec - self.prior_prec
         h = post_prec @ self.belief.mu - self.prior_prec @ self.user_prior_mean
-        return marginal_summary(lam, h, self.prior_prec, post_cov)
+        return lam, h
+
+    def _user_summary(self) -> tuple[np.ndarray, np.ndarray]:
+        """Marginal summary ``(P, p)`` of the current user's clicks about the shared mean."""
+        lam, h = self._user_likelihood()
+        return marginal_summary(lam, h, self.prior_prec, self.belief.sigma)
 
     def _fresh_belief(self) -> LaplaceBelief:
         self.user_prior_mean = self._user_prior_mean()
-        return LaplaceBelief(self.user_prior_mean, self.prior_var * np.eye(self.d))
+        return LaplaceBelief(self.user_prior_mean, self.prior_cov.copy())
 
     def _user_prior_mean(self) -> np.ndarray:
         raise NotImplementedError
