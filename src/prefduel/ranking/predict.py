@@ -157,6 +157,24 @@ def predict_scores(
     if shuffle_features:
         features = features[rng.permutation(n_users)]
     predicted, actual = _cross_validate(features, scores, spec, rng, on_fit or (lambda: None))
+    return _scored(
+        predicted, actual, rng, n_boot, target=target, spec=spec, shuffled=shuffle_features
+    )
+
+
+def _scored(
+    predicted: np.ndarray,
+    actual: np.ndarray,
+    rng: np.random.Generator,
+    n_boot: int,
+    *,
+    target: str,
+    spec: PredictorSpec,
+    shuffled: bool,
+) -> Prediction:
+    """The `Prediction` of cross-validated ``predicted`` vs ``actual`` score vectors: the MAEs
+    of the model and of the mean predictor with bootstrap intervals over users, the relative
+    gain and the paired Wilcoxon p (over the users whose two errors differ)."""
     per_model, per_mean = _per_user_errors(predicted, actual)
     bm, bb = _bootstrap_means(per_model, per_mean, rng, n_boot)
     gains = 1.0 - bm / np.maximum(bb, 1e-12)
@@ -166,7 +184,7 @@ def predict_scores(
     return Prediction(
         target=target,
         spec=spec,
-        shuffled=shuffle_features,
+        shuffled=shuffled,
         mae_model=mae_model,
         mae_mean=mae_mean,
         ci_model=_interval(bm),
