@@ -12,6 +12,7 @@
                   [--judge-model M] [--dry-run] [--no-progress] [LLM flags]
     prefduel prefdisco report RUNDIR [--config study.yaml] [--out DIR] [--bootstrap N]
                   [--min-gap X]
+    prefduel prefdisco from-inspect LOG [LOG ...] --out RUNDIR
 
 Without ``--config`` everything runs offline on the scripted backend and the built-in tasks
 (the demo). LLM flags are the shared ones (``--backend``, ``--base-url``, ``--api-key-env`` or
@@ -60,6 +61,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     _add_generate(actions)
     _add_run(actions)
     _add_report(actions)
+    _add_from_inspect(actions)
     return {"prefdisco": cmd_prefdisco}
 
 
@@ -176,9 +178,44 @@ def _add_report(actions: Any) -> None:
     rep.add_argument("--min-gap", type=positive_float, default=None, help="NormAlign guard")
 
 
+def _add_from_inspect(actions: Any) -> None:
+    conv = actions.add_parser(
+        "from-inspect",
+        help="an inspect-ai log of the PrefDisco task into a run folder",
+        description="Write the transcripts and score rows kept in inspect-ai logs of the task "
+        "prefduel/prefdisco into RUNDIR (run.json, transcripts.jsonl, scores.jsonl), so "
+        "'prefduel prefdisco report RUNDIR' reports them. Needs the inspect extra.",
+    )
+    conv.add_argument("logs", nargs="+", metavar="LOG", help="inspect log files (.eval, .json)")
+    conv.add_argument("--out", required=True, metavar="RUNDIR", help="run folder (created)")
+
+
+def cmd_from_inspect(args: argparse.Namespace, out: Any) -> int:
+    """Convert inspect logs into a run folder; exit 1 when some samples had no score."""
+    from prefduel.prefdisco.study.inspect_log import from_inspect
+
+    done = from_inspect(args.logs, args.out)
+    out.write(
+        f"{done.folder}: {done.samples} samples of {', '.join(done.models)} converted, "
+        f"{done.episodes} scored episodes in the folder\n"
+    )
+    for log, sample, error in done.skipped:
+        out.write(f"  skipped: {log}, sample {sample}: {error}\n")
+    if done.skipped:
+        out.write("re-run the failed samples in inspect and convert the new log\n")
+        return 1
+    out.write(f"next: prefduel prefdisco report {done.folder}\n")
+    return 0
+
+
 def cmd_prefdisco(args: argparse.Namespace, out: Any) -> int:
-    """Dispatch ``prefdisco generate|run|report``."""
-    action = {"generate": cmd_generate, "run": cmd_run, "report": cmd_report}
+    """Dispatch ``prefdisco generate|run|report|from-inspect``."""
+    action = {
+        "generate": cmd_generate,
+        "run": cmd_run,
+        "report": cmd_report,
+        "from-inspect": cmd_from_inspect,
+    }
     return action[args.prefdisco_action](args, out)
 
 

@@ -199,7 +199,11 @@ def from_inspect(logs: Sequence[str | Path], out: str | Path) -> Converted:
             else:
                 skipped.append((str(path), str(sample.id), error))
     if rows.record is None:
-        raise DatasetError(f"{', '.join(map(str, logs))}: no scored PrefDisco sample")
+        first = f"; the first error: {skipped[0][2]}" if skipped else ""
+        raise DatasetError(
+            f"{', '.join(map(str, logs))}: no scored PrefDisco sample ({len(skipped)} samples "
+            f"ended in an error{first})"
+        )
     output_dir(folder, "run folder", DatasetError)
     _earlier(rows, folder)
     record = dict(rows.record)

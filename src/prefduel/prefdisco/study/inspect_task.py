@@ -49,6 +49,7 @@ try:
         GenerateConfig,
         Model,
         ModelOutput,
+        ModelUsage,
         get_model,
     )
     from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
@@ -59,6 +60,7 @@ except ImportError as exc:  # pragma: no cover - the message is the point
         'pip install "prefduel[inspect]"'
     ) from None
 
+from prefduel.llm.prices import estimate_tokens
 from prefduel.llm.request import LLMRequest, LLMResponse, Usage
 from prefduel.prefdisco.config import CONDITIONS, RunConfig, load_config
 from prefduel.prefdisco.dataset.folder import Dataset, load_dataset
@@ -81,6 +83,7 @@ from prefduel.prefdisco.report.rows import RUN_FORMAT
 from prefduel.prefdisco.study.calls import finish_reasons, in_order, metered, recording, usage_of
 from prefduel.prefdisco.study.inspect_log import TRANSCRIPTS
 from prefduel.prefdisco.study.run_folder import episode_settings, uses_interviewer
+from prefduel.prefdisco.study.scripted import scripted_handlers, server_answer
 
 #: The model role that judges (inspect's name for a scorer's model).
 JUDGE_ROLE = "grader"
@@ -405,6 +408,27 @@ async def _score_row(data: Mapping[str, Any], context: JudgeContext) -> dict[str
     return row.to_json()
 
 
+def scripted_model(dataset: Dataset, name: str) -> Model:
+    """inspect's mock model (``mockllm/model``) answering as our scripted backend's model
+    ``name`` (``scripted-ask3``, ``scripted-judge``; `prefduel.prefdisco.study.scripted`):
+    evaluated with it, and judged by ``scripted_model(dataset, "scripted-judge")`` as the
+    grader, the task reproduces ``prefduel prefdisco run`` offline. Each answer carries the
+    scripted backend's token estimate as its usage (a mock answer without usage makes inspect
+    count tokens with a tokenizer it downloads)."""
+    answer = server_answer(scripted_handlers(dataset.taxonomy, list(dataset.tasks.values())))
+
+    def respond(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        body = {"model": name, "messages": [{"role": m.role, "content": m.text} for m in messages]}
+        text = answer(body)
+        output = ModelOutput.from_content("mockllm/model", text)
+        asked = sum(estimate_tokens(m.text) for m in messages)
+        told = estimate_tokens(text)
+        output.usage = ModelUsage(input_tokens=asked, output_tokens=told, total_tokens=asked + told)
+        return output
+
+    return get_model("mockllm/model", custom_outputs=respond, memoize=False)
+
+
 @task
 def prefdisco(
     dataset: str,
@@ -454,5 +478,6 @@ __all__ = [
     "prefdisco_solver",
     "samples",
     "score_label",
+    "scripted_model",
     "study_settings",
 ]
