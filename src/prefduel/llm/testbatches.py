@@ -122,8 +122,8 @@ class BatchDesk:
         hold: While set, batches stay ``in_progress`` (`release` clears it).
         faults: Fault schedule of the lines (a function of the line's `ReceivedRequest`); an
             ``http`` fault fails the line with its status, other kinds with 500.
-        expire: Batch index (0, 1, ... in creation order) -> lines answered before it expires
-            (None: it does not).
+        expire: ``(batch index (0, 1, ... in creation order), its lines)`` -> lines answered
+            before it expires (None: it does not).
         max_requests: Lines per input file (more: the batch fails validation).
         max_bytes: Bytes per input file.
         uploaded_lines: Request lines uploaded in ``batch`` files so far.
@@ -134,7 +134,7 @@ class BatchDesk:
         self.polls = 1
         self.hold = threading.Event()
         self.faults: FaultSchedule | None = None
-        self.expire: Callable[[int], int | None] | None = None
+        self.expire: Callable[[int, int], int | None] | None = None
         self.max_requests = MAX_REQUESTS
         self.max_bytes = MAX_BYTES
         self.uploaded_lines = 0
@@ -276,7 +276,7 @@ class BatchDesk:
     def _finish(self, batch: StoredBatch) -> None:
         """Answer the lines (up to the expiry) and store the output and error files."""
         lines = [json.loads(x) for x in self._files[batch.input_file_id].data.splitlines() if x]
-        limit = self.expire(batch.index) if self.expire is not None else None
+        limit = self.expire(batch.index, len(lines)) if self.expire is not None else None
         outputs, errors = [], []
         for number, entry in enumerate(lines):
             if limit is not None and number >= limit:
