@@ -176,15 +176,7 @@ def personal_ratings(
         RankingError: no user has ``min_votes`` battles (the message gives the largest count),
             or an unknown mode.
     """
-    if bt_mode not in PERSONAL_BT_MODES:
-        raise RankingError(f"BT mode must be one of {PERSONAL_BT_MODES}, got {bt_mode!r}")
-    users = eligible_users(battles, min_votes)
-    votes = battles.votes_per_user()
-    if users.size == 0:
-        raise RankingError(
-            f"no user has at least {min_votes} battles (the most active has "
-            f"{int(votes.max())}); lower --min-votes"
-        )
+    users, votes = _analysed_users(battles, min_votes, bt_mode)
     elo = _user_elo(battles, users, k, elo_order_count, seed)
     fit = _user_bt(battles, users, bt_mode, ridge, seed)
     rank, rank_lo, rank_hi = _rank_intervals(fit, stream(seed, "ranking", "user_ranks"))
@@ -211,6 +203,23 @@ def personal_ratings(
         battles_with=_battles_with(battles, users),
         tau=fit.tau,
     )
+
+
+def _analysed_users(
+    battles: Battles, min_votes: int, bt_mode: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The users with at least ``min_votes`` battles and every user's battle count; a
+    `RankingError` for an unknown BT mode or when no user has enough battles."""
+    if bt_mode not in PERSONAL_BT_MODES:
+        raise RankingError(f"BT mode must be one of {PERSONAL_BT_MODES}, got {bt_mode!r}")
+    users = eligible_users(battles, min_votes)
+    votes = battles.votes_per_user()
+    if users.size == 0:
+        raise RankingError(
+            f"no user has at least {min_votes} battles (the most active has "
+            f"{int(votes.max())}); lower --min-votes"
+        )
+    return users, votes
 
 
 def _user_elo(
