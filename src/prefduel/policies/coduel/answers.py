@@ -1,0 +1,191 @@
+"""Preference answers as likelihood terms on Gaussian beliefs, and which question to ask.
+
+A learner's theta (d,) scores persona ``p`` on a question with features ``phi`` (K, d) as
+``phi_p . theta``, in click logits. Averaged over a session's questions the persona's utility is
+``(M theta)_p`` with ``M = [I_K, gbar]`` (K, d): the persona indicators and the mean rater score
+``gbar`` (K,) of each persona (layouts without a rater column: ``M = [I_K, 0]``). The published
+answer model (`prefduel.core.answer_model`) reads those utilities divided by the answer noise:
+
+- ``pair`` (a, b): a click on ``z = (M_a - M_b) / noise`` (rank one);
+- ``level`` with loadings ``l``: an ordered logit on ``z . theta``, ``z = dir(l) M / noise``,
+  ``dir`` the direction whose product with the utilities is the answer model's gap (rank one);
+- ``least``: a softmax over ``-M theta / noise`` (rank K).
+
+`observe_answer` adds an answer to a batch of Gaussians ``N(mu[c], Sigma[c])`` by a Laplace
+step (exact mode by Newton, covariance at the mode) and returns each one's log evidence, so a
+mixture's weights follow the answers as they follow clicks. `information_gain` scores every
+question by the mutual information between its answer and theta under a mixture, from draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from prefduel.core.answer_model import (
+    LEVEL_CUTS,
+    least_probabilities,
+    level_direction,
+    level_probabilities,
+    pair_probabilities,
+)
+from prefduel.core.btl import sigmoid
+
+NEWTON_STEPS = 30
+TOLERANCE = 1e-10
+
+
+def utility_map(k: int, d: int, gbar: np.ndarray | None) -> np.ndarray:
+    """``M`` (K, d): the personas' session-average utilities are ``M theta``."""
+    out = np.zeros((k, d))
+    out[:, :k] = np.eye(k)
+    if gbar is not None and d == k + 1:
+        out[:, k] = gbar
+    return out
+
+
+def question_features(question: dict[str, Any], utility: np.ndarray, noise: float) -> np.ndarray:
+    """A question's features: ``z`` (d,) for ``pair`` and ``level``, ``M / noise`` (K, d) for
+    ``least`` (see the module docstring)."""
+    kind = question["kind"]
+    if kind == "pair":
+        a, b = question["pair"]
+        return (utility[a] - utility[b]) / noise
+    if kind == "level":
+        return level_direction(np.asarray(question["loadings"], dtype=float)) @ utility / noise
+    return utility / noise
+
+
+def answer_probabilities(kind: str, features: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """``(n, answers)`` probability of each answer under each of ``theta`` (n, d)."""
+    latent = theta @ features.T
+    if kind == "pair":
+        return pair_probabilities(latent)
+    if kind == "level":
+        return level_probabilities(latent)
+    return least_probabilities(latent)
+
+
+def observe_answer(
+    kind: str, features: np.ndarray, answer: int, mu: np.ndarray, sigma: np.ndarray
+) -> np.ndarray:
+    """Laplace update of ``N(mu[c], sigma[c])`` (C, d), (C, d, d) on one answer, in place.
+
+    Returns:
+        ``(C,)`` each Gaussian's log evidence of the answer (Laplace approximation).
+    """
+    if kind == "least":
+        return np.array([_observe_least(features, answer, mu[c], sigma[c]) for c in range(len(mu))])
+    grad_hess = _pair_terms if kind == "pair" else _level_terms
+    return np.array(
+        [_observe_rank_one(features, answer, grad_hess, mu[c], sigma[c]) for c in range(len(mu))]
+    )
+
+
+def _pair_terms(u: float, answer: int) -> tuple[float, float, float]:
+    """Log-likelihood, its slope and minus its curvature in ``u`` for a pair answer."""
+    p = float(sigmoid(u))
+    loglik = np.log(max(p if answer == 1 else 1.0 - p, 1e-300))
+    return loglik, answer - p, p * (1.0 - p)
+
+
+def _level_terms(u: float, answer: int) -> tuple[float, float, float]:
+    """The same for an ordered-logit answer (concave in ``u``)."""
+    cuts = (-np.inf, *LEVEL_CUTS, np.inf)
+    upper, lower = float(sigmoid(cuts[answer + 1] - u)), float(sigmoid(cuts[answer] - u))
+    f_up, f_lo = upper * (1 - upper), lower * (1 - lower)
+    prob = max(upper - lower, 1e-300)
+    slope = (f_lo - f_up) / prob
+    second = ((1 - 2 * upper) * f_up - (1 - 2 * lower) * f_lo) / prob - slope**2
+    return float(np.log(prob)), slope, -second
+
+
+def _observe_rank_one(z, answer, terms, mu, sigma) -> float:
+    """Exact 1-D Laplace step on ``u = z . theta`` (the likelihood is concave in ``u``)."""
+    sz = sigma @ z
+    m, s = float(z @ mu), float(z @ sz)
+    if s <= 0.0:
+        return terms(m, answer)[0]
+    u = m
+    for _ in range(NEWTON_STEPS):
+        _, slope, curv = terms(u, answer)
+        step = (slope - (u - m) / s) / (curv + 1.0 / s)
+        u += step
+        if abs(step) < TOLERANCE:
+            break
+    loglik, _, curv = terms(u, answer)
+    mu += sz * ((u - m) / s)
+    sigma -= np.outer(sz, sz) * (curv / (1.0 + curv * s))
+    return loglik - (u - m) ** 2 / (2 * s) - 0.5 * np.log1p(curv * s)
+
+
+def _observe_least(utility, answer, mu, sigma) -> float:
+    """Laplace step for a ``least`` answer by Newton in theta (the softmax is concave)."""
+    d = mu.size
+    precision = np.linalg.inv(sigma)
+    theta = mu.copy()
+    for _ in range(NEWTON_STEPS):
+        probs = least_probabilities(utility @ theta)
+        grad = utility.T @ (probs - np.eye(len(probs))[answer]) - precision @ (theta - mu)
+        hess = utility.T @ (np.diag(probs) - np.outer(probs, probs)) @ utility
+        step = np.linalg.solve(precision + hess, grad)
+        theta += step
+        if np.abs(step).max() < TOLERANCE:
+            break
+    probs = least_probabilities(utility @ theta)
+    hess = utility.T @ (np.diag(probs) - np.outer(probs, probs)) @ utility
+    delta = theta - mu
+    _, logdet = np.linalg.slogdet(np.eye(d) + sigma @ hess)
+    new_sigma = np.linalg.inv(precision + hess)
+    mu[:] = theta
+    sigma[:] = 0.5 * (new_sigma + new_sigma.T)
+    loglik = np.log(max(probs[answer], 1e-300))
+    return float(loglik - 0.5 * delta @ precision @ delta - 0.5 * logdet)
+
+
+def mixture_draws(
+    weights: np.ndarray, mu: np.ndarray, sigma: np.ndarray, count: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``(count, d)`` draws of theta from the mixture (components drawn by weight)."""
+    comps = rng.choice(len(weights), size=count, p=weights)
+    chol = np.linalg.cholesky(sigma + 1e-10 * np.eye(mu.shape[1]))
+    noise = rng.standard_normal((count, mu.shape[1]))
+    return mu[comps] + np.einsum("nij,nj->ni", chol[comps], noise)
+
+
+def information_gain(kinds: list[str], features: list[np.ndarray], theta: np.ndarray) -> np.ndarray:
+    """``(Q,)`` mutual information (nats) between each question's answer and theta, estimated
+    on the draws ``theta`` (n, d): the entropy of the averaged answer distribution minus the
+    average entropy of the answer given theta."""
+    out = np.empty(len(kinds))
+    for q, (kind, feats) in enumerate(zip(kinds, features, strict=True)):
+        probs = answer_probabilities(kind, feats, theta)
+        average = probs.mean(axis=0)
+        out[q] = _entropy(average) - _entropy(probs).mean()
+    return out
+
+
+def decision_gain(
+    kinds: list[str], features: list[np.ndarray], theta: np.ndarray, utility: np.ndarray
+) -> np.ndarray:
+    """``(Q,)`` expected gain of each answer in the value of the best pair: the sum of the two
+    highest expected utilities after the answer (averaged over answers) minus before."""
+    values = theta @ utility.T  # (n, K) each draw's utility of each persona
+    before = _top_two_sum(values.mean(axis=0))
+    out = np.empty(len(kinds))
+    for q, (kind, feats) in enumerate(zip(kinds, features, strict=True)):
+        probs = answer_probabilities(kind, feats, theta)  # (n, A)
+        mass = probs.sum(axis=0)  # (A,) n x the predictive probability of each answer
+        posterior = (probs.T @ values) / np.maximum(mass, 1e-300)[:, None]  # (A, K)
+        after = np.array([_top_two_sum(row) for row in posterior])
+        out[q] = float(mass @ after) / theta.shape[0] - before
+    return out
+
+
+def _top_two_sum(values: np.ndarray) -> float:
+    return float(np.sort(values)[-2:].sum())
+
+
+def _entropy(probs: np.ndarray) -> np.ndarray:
+    return -(probs * np.log(np.maximum(probs, 1e-300))).sum(axis=-1)

@@ -1,0 +1,160 @@
+"""coduel-ask: CODuel that, on an ask track, asks its questions before the session's duels.
+
+Everything is CODuel (`prefduel.policies.coduel.policy`); on an ask track, at the start of each
+session:
+
+1. **Which question**: the unasked question of highest value under the current mixture belief
+   (which component is this user, and where in it), estimated on ``draws`` draws of theta from
+   the belief: ``value=info``, the expected information gain (mutual information between the
+   answer and theta), or ``value=decision``, the expected gain in the value of the best pair
+   (a knowledge gradient on the decision).
+2. **Answers as likelihood terms**: through the published answer model
+   (`prefduel.core.answer_model`, assumed at noise ``answer_noise``), each answer updates every
+   component by an exact Laplace step and reweights the mixture by the component's evidence
+   (`prefduel.policies.coduel.answers`), as a click does; the no-transfer learner beside it (the
+   gate's yardstick and the choice while the gate is closed) takes the same answers.
+3. Asking stops when the budget is spent, or earlier when no question is worth ``min_gain``.
+
+The population is still learned from clicks only: each completed session's likelihood summary
+is that of its clicks (a learner that saw the clicks alone runs beside), so a user's answers
+never enter the prior of later users twice.
+
+On a track without questions it learns as CODuel does (with its own random stream, so exact
+ties, e.g. at the first arrival's zero prior mean, break differently).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from prefduel.core.answer_model import DEFAULT_ANSWER_NOISE
+from prefduel.policies.base import Count, NonNegative, Positive
+from prefduel.policies.coduel import answers as model
+from prefduel.policies.coduel.policy import CODuel
+from prefduel.policies.laplace import LaplaceBelief
+from prefduel.policies.loading import POLICIES
+
+
+def _signature(base: Any, own: Any) -> inspect.Signature:
+    """``own``'s signature with ``base``'s named parameters in place of ``**coduel``."""
+    params = list(inspect.signature(own).parameters.values())[:-1]
+    params += list(inspect.signature(base).parameters.values())[1:]
+    return inspect.Signature(params)
+
+
+@POLICIES.register("coduel-ask")
+class CODuelAsk(CODuel):
+    """CODuel with questions (see the module docstring). Settings: CODuel's, and
+
+    Args:
+        value: ``info`` | ``decision`` - how a question is valued (``info``).
+        draws: Draws of theta from the belief that value the questions (256).
+        answer_noise: The answer noise the answers are read with (1.0, the published default).
+        min_gain: Ask only questions whose value exceeds this (0: spend the whole budget).
+    """
+
+    name = "coduel-ask"
+    SETTINGS: ClassVar[dict[str, Any]] = {
+        **CODuel.SETTINGS,
+        "value": Literal["info", "decision"],
+        "draws": Count,
+        "answer_noise": Positive,
+        "min_gain": NonNegative,
+    }
+
+    def __init__(
+        self,
+        value: str = "info",
+        draws: int = 256,
+        answer_noise: float = DEFAULT_ANSWER_NOISE,
+        min_gain: float = 0.0,
+        **coduel: Any,
+    ) -> None:
+        super().__init__(**coduel)
+        self.configure(value=value, draws=draws, answer_noise=answer_noise, min_gain=min_gain)
+
+    # every CODuel setting by name, so a spec's unknown setting is refused with the full list
+    __init__.__signature__ = _signature(CODuel.__init__, __init__)  # type: ignore[attr-defined]
+
+    def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
+        super().reset(rng, context)
+        self.questions = list(context.get("questions", []))
+        self.budget = int(context.get("ask_budget", 0))
+
+    def start_student(self) -> None:
+        super().start_student()
+        self.clicks_only = LaplaceBelief.isotropic(self.d, self.prior_var)
+        self.asked: set[int] = set()
+
+    # -- asking ------------------------------------------------------------------------------
+
+    def ask(self) -> int | None:
+        """The unasked question of highest value, before the session's first duel."""
+        if self.t > 0 or self._last is not None or len(self.asked) >= self.budget:
+            return None
+        candidates = [q for q in range(len(self.questions)) if q not in self.asked]
+        if not candidates:
+            return None
+        utility = self._utility_map()
+        kinds = [self.questions[q]["kind"] for q in candidates]
+        feats = [self._features(q, utility) for q in candidates]
+        weights, mu, sigma = self._asking_belief()
+        theta = model.mixture_draws(weights, mu, sigma, self.draws, self.rng)
+        if self.value == "info":
+            gains = model.information_gain(kinds, feats, theta)
+        else:
+            gains = model.decision_gain(kinds, feats, theta, utility)
+        best = int(np.argmax(gains))
+        if gains[best] <= self.min_gain:
+            return None
+        self.asked.add(candidates[best])
+        return candidates[best]
+
+    def answer(self, question: int, value: int) -> None:
+        """Add the answer to the mixture (weights by evidence) and to the no-transfer learner."""
+        kind = self.questions[question]["kind"]
+        feats = self._features(question, self._utility_map())
+        belief = self.belief
+        evidence = model.observe_answer(kind, feats, int(value), belief.mu, belief.sigma)
+        belief.log_weight = belief.log_weight + evidence
+        belief._weights = None  # the weights moved with the evidence
+        mu, sigma = self.solo.mu[None].copy(), self.solo.sigma[None].copy()
+        model.observe_answer(kind, feats, int(value), mu, sigma)
+        self.solo = LaplaceBelief(mu[0], sigma[0])
+
+    def _asking_belief(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The belief the questions are valued under: the mixture while transfer is on, else
+        the no-transfer learner (what the duels will be chosen by)."""
+        if self.population and (self.gate_open or not self.gate):
+            keep = self.belief.weights > 1e-4
+            weights = self.belief.weights[keep] / self.belief.weights[keep].sum()
+            return weights, self.belief.mu[keep], self.belief.sigma[keep]
+        return np.ones(1), self.solo.mu[None], self.solo.sigma[None]
+
+    def _utility_map(self) -> np.ndarray:
+        """``M`` (K, d) under the current recalibration: the mean rater score of each persona
+        over the recent questions (none yet: 0)."""
+        gbar = None
+        if self.layout_ok and self._bank_len:
+            bank = self._bank_buf[self._bank_start : self._bank_start + self._bank_len]
+            gbar = bank[:, :, -1].mean(axis=0)
+        return model.utility_map(self.K, self.d, gbar)
+
+    def _features(self, question: int, utility: np.ndarray) -> np.ndarray:
+        return model.question_features(self.questions[question], utility, self.answer_noise)
+
+    # -- the population learns from clicks only -----------------------------------------------
+
+    def update(self, outcome: int) -> None:
+        if self._last is not None:
+            self.clicks_only.observe(self._last[2], int(outcome))
+        super().update(outcome)
+
+    def _solo_summary(self) -> tuple[np.ndarray, np.ndarray]:
+        """The session's clicks' likelihood summary, read off the clicks-only learner."""
+        prec = np.linalg.inv(self.clicks_only.sigma)
+        prec = 0.5 * (prec + prec.T)
+        return prec - np.eye(self.d) / self.prior_var, prec @ self.clicks_only.mu
