@@ -30,9 +30,9 @@ run:
   strategies: [ask, interviewer]
   interviewer: {prior: {personas: 40, tasks_per_domain: 1, iterations: 20}}
 """
-#: What differs between the two runs by construction: the model's name (and so the episode id
-#: and each call's cache key) and the settings digest (its backends are inspect's).
-NAMED = ("episode_id", "model", "settings", "calls")
+#: What differs between the two runs by construction: the settings digest (its backends are
+#: inspect's) and the scoring calls (their cache keys hold the judge's name, mockllm/model).
+NAMED = ("settings", "calls")
 
 
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +79,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         _no_network(patch)
         patch.setenv("INSPECT_LOG_DIR", str(root / "logs"))
         (log,) = inspect_eval(
-            prefdisco(dataset=str(root / "data")),
+            prefdisco(dataset=str(root / "data"), label="scripted-ask3"),
             model=scripted_model(dataset, "scripted-ask3"),
             model_roles={"grader": scripted_model(dataset, "scripted-judge")},
             log_dir=str(root / "logs"),
@@ -96,21 +96,31 @@ def _by_episode(folder: Path) -> dict[tuple[str, str, str, str | None], dict]:
     return {(r["persona_id"], r["task_id"], r["condition"], r["strategy"]): r for r in rows}
 
 
-def test_every_score_row_equals_our_runners_but_for_the_models_name(runs):
+def test_every_score_row_equals_our_runners(runs):
     ours, theirs = _by_episode(runs["ours"]), _by_episode(runs["theirs"])
     assert sorted(ours) == sorted(theirs)
     assert len(ours) == 3 * 4  # 3 instances x baseline, discovery by 2 strategies, oracle
     for key, row in ours.items():
         other = theirs[key]
-        assert other["model"] == "mockllm/model"
         assert {k: v for k, v in other.items() if k not in NAMED} == {
             k: v for k, v in row.items() if k not in NAMED
         }, key
 
 
+def test_every_transcript_equals_our_runners_calls_included(runs):
+    def transcripts(folder: Path) -> dict[str, dict]:
+        lines = (folder / "transcripts.jsonl").read_text().splitlines()
+        return {row["episode_id"]: row for row in map(json.loads, lines)}
+
+    ours, theirs = transcripts(runs["ours"]), transcripts(runs["theirs"])
+    assert sorted(ours) == sorted(theirs)
+    for episode, row in ours.items():
+        assert row["calls"], episode
+        assert {**theirs[episode], "settings": None} == {**row, "settings": None}, episode
+
+
 def test_the_report_of_the_converted_log_has_our_runners_numbers(runs):
-    # no bootstrap: its stream is seeded by the row label, which holds the model's name
-    config = ReportConfig(bootstrap=0)
+    config = ReportConfig(bootstrap=200)
     reports = {}
     for name in ("ours", "theirs"):
         rows, run = load_run(runs[name])
@@ -161,7 +171,20 @@ def test_from_inspect_on_the_command_line_then_report(runs, tmp_path):
     out = tmp_path / "run"
     assert main(["prefdisco", "from-inspect", str(runs["log"]), "--out", str(out)]) == 0
     assert main(["prefdisco", "report", str(out), "--bootstrap", "0"]) == 0
-    assert (out / "report" / "report.md").read_text().count("mockllm/model") >= 2
+    assert "scripted-ask3 + interviewer" in (out / "report" / "report.md").read_text()
+
+
+def test_rows_carry_inspects_model_name_unless_a_label_is_given(runs):
+    from inspect_ai.model import get_model
+
+    from prefduel.prefdisco.study.inspect_task import load_study
+
+    model, judge = get_model("mockllm/model"), get_model("mockllm/model")
+    data = runs["root"] / "data"
+    unnamed, _ = load_study(data).resolve(model, judge)
+    named, _ = load_study(data, label="mine").resolve(model, judge)
+    assert (unnamed.models, named.models) == (("mockllm/model",), ("mine",))
+    assert unnamed.judge_model == named.judge_model == "mockllm/model"
 
 
 def test_a_missing_log_is_a_named_error(tmp_path, capsys):

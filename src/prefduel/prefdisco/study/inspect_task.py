@@ -144,10 +144,12 @@ class Study:
         settings: The run settings (models and judge are set per evaluation).
         prior: The interviewer's prior (learned when a strategy needs it) and its record.
         checks: The router and its check, per settings digest (resolved at the first sample).
+        label: The model name the rows carry (None: inspect's name of the model evaluated).
     """
 
     dataset: Dataset
     settings: RunConfig
+    label: str | None = None
     prior: tuple[Any, dict[str, Any] | None] = (None, None)
     checks: dict[str, tuple[Router, dict[str, Any]]] = field(default_factory=dict)
 
@@ -155,7 +157,10 @@ class Study:
         """The settings of an evaluation of ``model`` judged by ``judge`` and its
         ``run.json`` record (format, settings, digest; the router check comes later)."""
         settings = dataclasses.replace(
-            self.settings, models=(str(model),), judge_model=str(judge), grader_model=None
+            self.settings,
+            models=(self.label or str(model),),
+            judge_model=str(judge),
+            grader_model=None,
         )
         conf = episode_settings(self.dataset, settings, BACKENDS, router="keyword")
         record: dict[str, Any] = {
@@ -224,12 +229,19 @@ def _names(value: Any) -> tuple[str, ...] | None:
     return tuple(str(x).strip() for x in items if str(x).strip())
 
 
-def load_study(dataset: str | Path, config: str | Path | None = None, **overrides: Any) -> Study:
-    """The dataset folder, its run settings and (for the interviewer) the learned prior,
-    checked disjoint from the dataset's personas as our runner does."""
+def load_study(
+    dataset: str | Path,
+    config: str | Path | None = None,
+    *,
+    label: str | None = None,
+    **overrides: Any,
+) -> Study:
+    """The dataset folder, its run settings (``overrides``: `study_settings`), the rows' model
+    name (``label``) and, for the interviewer, the learned prior, checked disjoint from the
+    dataset's personas as our runner does."""
     data = load_dataset(dataset)
     settings = study_settings(data, config, **overrides)
-    study = Study(data, settings)
+    study = Study(data, settings, label=label)
     if uses_interviewer(settings):
         generate = data.config.generate
         prior = learn_prior(
@@ -437,6 +449,7 @@ def prefdisco(
     strategies: str | None = None,
     max_turns: int | None = None,
     user_style: str | None = None,
+    label: str | None = None,
 ) -> Task:
     """PrefDisco on a dataset folder (``prefduel prefdisco generate``).
 
@@ -448,6 +461,8 @@ def prefdisco(
         strategies: Comma list of discovery strategies: ask, interviewer.
         max_turns: Question budget.
         user_style: cooperative, terse or vague.
+        label: The model name the rows and the report carry (default: inspect's name of the
+            model evaluated, e.g. ``openai/gpt-4o-mini``); for one model per evaluation.
     """
     study = load_study(
         dataset,
@@ -456,6 +471,7 @@ def prefdisco(
         strategies=strategies,
         max_turns=max_turns,
         user_style=user_style,
+        label=label,
     )
     return Task(
         dataset=samples(study),
