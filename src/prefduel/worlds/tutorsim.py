@@ -31,6 +31,7 @@ bit-identical arrays in every process. Nothing here knows about any policy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 
 import numpy as np
@@ -322,16 +323,7 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams | None = No
 
     fit = need @ data.persona_style.T  # (Q, K): how well each persona suits each question
     students, latent = _latent_utilities(data, roster, prm, fit, qidx, kinds, rng("students"))
-    v = latent + rng("utility-noise").normal(scale=prm.utility_noise, size=(n, s, k))
-
-    prob = _judge(v, prm, rng("judge"))
-    utility = bt_utilities(prob, ridge=prm.bt_ridge, scale=prm.bt_scale)
-
-    if roster.students == "scrambled":
-        perms = _scramble_permutations(n, k, rng("scramble"))
-        utility, prob = _relabel(utility, prob, perms)
-        latent = np.take_along_axis(latent, perms[:, None, :], axis=2)
-        _record_permutations(students, perms)
+    utility, prob, latent = _judged(latent, students, roster.students == "scrambled", prm, rng)
     asks = _asks(data, prm, latent, kinds, rng("answers"))
 
     phi = np.concatenate([np.broadcast_to(np.eye(k), (n, s, k, k)), g[qidx][..., None]], axis=-1)
@@ -355,6 +347,30 @@ def generate_world(roster: Roster, seed: int, params: TutorSimParams | None = No
         },
         asks=asks,
     )
+
+
+def _judged(
+    latent: np.ndarray,
+    students: list[dict],
+    scrambled: bool,
+    prm: TutorSimParams,
+    rng: Callable[[str], np.random.Generator],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(utility, prob, latent)``, each ``(N, S, K)``: the judge's click probabilities on the
+    latent utilities plus per-round noise, and their BT utilities; a scrambled roster relabels
+    each student's personas in all three by a seeded permutation (recorded in ``students``)."""
+    n, s, k = latent.shape
+    v = latent + rng("utility-noise").normal(scale=prm.utility_noise, size=(n, s, k))
+
+    prob = _judge(v, prm, rng("judge"))
+    utility = bt_utilities(prob, ridge=prm.bt_ridge, scale=prm.bt_scale)
+
+    if scrambled:
+        perms = _scramble_permutations(n, k, rng("scramble"))
+        utility, prob = _relabel(utility, prob, perms)
+        latent = np.take_along_axis(latent, perms[:, None, :], axis=2)
+        _record_permutations(students, perms)
+    return utility, prob, latent
 
 
 def _asks(
