@@ -18,6 +18,8 @@ from prefduel import __version__
 from prefduel.core.errors import PrefduelError, SpecError
 from prefduel.core.outputs import output_dir
 from prefduel.pages import play_widget
+from prefduel.report.ask_figures import ask_figure
+from prefduel.report.ask_section import AskReport, ask_figure_keys, compute_asks
 from prefduel.report.compute import StudentsFn, WorldReport, compute_report
 from prefduel.report.data import ReportInput, ReportWarning, canonical_policy, load_input
 from prefduel.report.figures import (
@@ -94,11 +96,14 @@ def _figures(
     labels: dict[str, str],
     run: _Run,
     out: Path,
+    asks: AskReport | None = None,
 ) -> dict[str, SavedFigure]:
-    """Draw and save every figure; keys ``learning:<world>``, ``forest``, ``profiles:<world>``."""
+    """Draw and save every figure; keys ``learning:<world>``, ``forest``, ``profiles:<world>``
+    and ``asks:<world>`` (a world with ask tracks)."""
     competitor = run.competitor
     figures: dict[str, SavedFigure] = {}
-    stems = _unique_stems([r.world for r in reports])
+    ask_worlds = ask_figure_keys(asks)
+    stems = _unique_stems(list(dict.fromkeys([r.world for r in reports] + list(ask_worlds))))
     fig_dir = out / FIGURE_DIR
     with style():
         for report in reports:
@@ -117,6 +122,10 @@ def _figures(
                 figures[f"profiles:{report.world}"] = save_figure(
                     fig, fig_dir, f"profiles_{stems[report.world]}"
                 )
+        for world in ask_worlds:
+            assert asks is not None  # ask_worlds is empty without
+            fig = ask_figure(world, *asks.of(world), colors, labels)
+            figures[f"asks:{world}"] = save_figure(fig, fig_dir, f"ask_tracks_{stems[world]}")
     return figures
 
 
@@ -233,6 +242,7 @@ def _page(
     drawn: dict[str, SavedFigure],
     figure_note: str | None,
     play: tuple[str | None, str, str],
+    asks: AskReport | None = None,
 ) -> Page:
     """Everything the page shows, from the computed numbers and the drawn figures."""
     generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
@@ -260,6 +270,7 @@ def _page(
         play_caption=play_caption,
         labels=labels,
         figure_note=figure_note,
+        asks=asks,
     )
     page.settings = _settings(data, reports, run, page, generated, play_status)
     return page
@@ -299,6 +310,7 @@ def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
             students=run.students,
             allow_test=run.allow_test,
         )
+        asks = compute_asks(data)
         notes = gain_notes + [n for r in reports for n in r.notes]
         for note in notes:
             warnings.warn(note, ReportWarning, stacklevel=3)  # at build_report's caller
@@ -307,7 +319,7 @@ def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
         colors = policy_colors(names, run.competitor if run.competitor in names else None)
         labels = report_labels([e["policy"] for r in reports for e in r.leaderboard])
         draw = run.figures and skipped is None
-        drawn = _figures(reports, colors, labels, run, out) if draw else {}
+        drawn = _figures(reports, colors, labels, run, out, asks) if draw else {}
     with _timed(timings, "play"):
         play = play_fragment(reports, run.allow_test)
     with _timed(timings, "html"):
@@ -322,6 +334,7 @@ def _build(results: str | Path, out: Path, run: _Run) -> ReportResult:
             drawn=drawn,
             figure_note=note,
             play=play,
+            asks=asks,
         )
         page.settings.append(("build time", f"{time.perf_counter() - start:.1f} s before writing"))
         html = out / REPORT_NAME

@@ -17,6 +17,7 @@ import numpy as np
 from prefduel.core.errors import PrefduelError, SpecError
 from prefduel.report.data import ReportInput
 from prefduel.runner.rows import row_version
+from prefduel.stats.asking import order_worlds
 from prefduel.stats.paired import (
     learning_curve,
     paired_gains,
@@ -437,7 +438,8 @@ def compute_report(
         allow_test: Allow reading the students of locked ``test-*`` rosters.
 
     Returns:
-        One `WorldReport` per world (order of first appearance) and the notes of the
+        One `WorldReport` per world (order of first appearance, the ask tracks of a world
+        together by budget) and the notes of the
         paired gains (seeds used, missing competitor, versions).
 
     Raises:
@@ -452,7 +454,7 @@ def compute_report(
     summary = summarize_rows(rows_shown)
     curve_ok = data.curve_ok
     reports = []
-    for world in dict.fromkeys(r["world"] for r in rows_shown):
+    for world in order_worlds(r["world"] for r in rows_shown):
         rows = [r for r in rows_shown if r["world"] == world]
         board = [e for e in summary if e["world"] == world]
         policies = [e["policy"] for e in board if e["kind"] != "reference"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prefduel.core.document import Figure as FigureBlock
 from prefduel.core.errors import PrefduelError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -136,6 +137,12 @@ class SavedFigure:
     png: Path
     svg: Path
     inline: str
+
+    def block(self, caption: str) -> FigureBlock:
+        """The figure as a document block: inline SVG for HTML, its SVG file for Markdown,
+        both files listed (paths relative to the report folder)."""
+        files = (f"figures/{self.png.name}", f"figures/{self.svg.name}")
+        return FigureBlock(caption, svg=self.inline, path=files[1], files=files)
 
 
 _ID = re.compile(r'\bid="([^"]+)"')

@@ -30,9 +30,10 @@ from prefduel.core.document import (
     number,
 )
 from prefduel.core.document_html import to_html
+from prefduel.report.ask_section import AskReport, ask_section
 from prefduel.report.compute import ProfileTable, WorldReport
 from prefduel.report.figures import SavedFigure
-from prefduel.stats.table import replicates, undefined_note
+from prefduel.stats.table import replicates, track_text, undefined_note
 
 
 @dataclass
@@ -57,6 +58,8 @@ class Page:
         labels: ``{policy spec: label}`` (`prefduel.report.labels.report_labels`); a policy
             not in it is shown by its spec.
         figure_note: Why the figures were not drawn (shown where each would be), or None.
+        asks: The ask tracks (`prefduel.report.ask_section.compute_asks`), or None when no
+            world is on an ask track.
     """
 
     title: str
@@ -75,6 +78,7 @@ class Page:
     tab_title: str = ""
     labels: dict[str, str] = field(default_factory=dict)
     figure_note: str | None = None
+    asks: AskReport | None = None
 
     def label(self, policy: str) -> str:
         """What the page calls ``policy`` (its short label, else its spec)."""
@@ -131,8 +135,7 @@ def _subsection_id(prefix: str, index: int) -> str:
 
 def _figure(fig: SavedFigure, caption: str) -> Figure:
     """A saved figure: inline SVG for HTML, its SVG file for Markdown, both files listed."""
-    files = (f"figures/{fig.png.name}", f"figures/{fig.svg.name}")
-    return Figure(caption, svg=fig.inline, path=files[1], files=files)
+    return fig.block(caption)
 
 
 def _warn(notes: Sequence[str]) -> list[Block]:
@@ -146,10 +149,13 @@ def _mean_se(mean: float | None, se: float | None, digits: int) -> Cell:
 
 
 def _board_table(report: WorldReport, page: Page) -> Table:
-    """One world's leaderboard: rank, swatch, seeds, score with a 0-100 bar, excess regret."""
+    """One world's leaderboard: rank, swatch, seeds, score with a 0-100 bar, excess regret (on
+    an ask track also the questions asked per arrival)."""
     mixed = report.mixed_versions
+    track = bool(track_text(report.world))
     columns = ["#", "policy", "seeds", "score (mean ± s.e.)", "0 – 100"]
-    columns += ["excess regret (mean ± s.e.)"] + (["versions"] if mixed else [])
+    columns += ["excess regret (mean ± s.e.)"] + (["asked / arrival"] if track else [])
+    columns += ["versions"] if mixed else []
     rows: list[list[CellValue]] = []
     tones: list[str] = []
     rank = 0
@@ -164,6 +170,8 @@ def _board_table(report: WorldReport, page: Page) -> Table:
             Cell("", bar=e["score_mean"]),
             _mean_se(e["excess_mean"], e["excess_se"], 1),
         ]
+        if track:
+            row.append(number(e.get("asked_per_arrival"), 2))
         if mixed:
             versions = mixed.get(e["policy"])
             row.append(Cell(f"⚠ {', '.join(versions)}", tone="warn") if versions else "")
@@ -182,7 +190,9 @@ def _leaderboard(page: Page) -> Section:
         blocks += _warn([n for e in report.leaderboard if (n := undefined_note(e))])
         if report.mixed_versions:
             blocks.append(Paragraph(MIXED_NOTE, "warn"))
-        title = f"{report.world} · seeds {seeds} ({replicates(report.world)})"
+        track = track_text(report.world)
+        title = f"{report.world} · {track + ' · ' if track else ''}seeds {seeds} "
+        title += f"({replicates(report.world)})"
         section.subsections.append(Section(title, blocks, id=_subsection_id("board", index)))
     return section
 
@@ -343,11 +353,12 @@ def _settings(page: Page) -> Section:
 
 
 #: The report's sections, in order (`prefduel.core.document.build_sections`).
-SECTIONS = (_leaderboard, _curves, _gains, _profiles, _play, _settings)
+SECTIONS = (_leaderboard, ask_section, _curves, _gains, _profiles, _play, _settings)
 
 
 def report_document(page: Page) -> Document:
-    """The whole report as a document: leaderboard, curves, gains, profiles, play, settings."""
+    """The whole report as a document: leaderboard, ask tracks, curves, gains, profiles, play,
+    settings."""
     return Document(
         page.title,
         build_sections(page, SECTIONS),

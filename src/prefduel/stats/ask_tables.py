@@ -185,8 +185,8 @@ def silent_note(world: str, policies: Sequence[str], labels: Mapping[str, str]) 
     """The sentence naming the policies that ran on a world's tracks but asked nothing."""
     names = ", ".join(labels.get(p, p) for p in policies)
     return (
-        f"{names} ran on the ask tracks of {world} but asked no question, so they are left "
-        "out of these tables (see each track's leaderboard)"
+        f"Asked no question on the ask tracks of {world}, so left out of these tables (each "
+        f"track's leaderboard has them): {names}"
     )
 
 
