@@ -130,7 +130,8 @@ def test_the_report_of_the_converted_log_has_our_runners_numbers(runs):
     for a, b in zip(mine, other, strict=True):
         for part in ("conditions", "norm_align", "by_task", "by_attribute"):
             assert json.dumps(a[part], sort_keys=True) == json.dumps(b[part], sort_keys=True)
-    assert reports["theirs"]["router"] == reports["ours"]["router"]
+    for part in ("router", "offline"):
+        assert reports["theirs"][part] == reports["ours"][part]
     assert reports["theirs"]["user_style"] == "cooperative"
 
 
@@ -185,6 +186,12 @@ def test_rows_carry_inspects_model_name_unless_a_label_is_given(runs):
     named, _ = load_study(data, label="mine").resolve(model, judge)
     assert (unnamed.models, named.models) == (("mockllm/model",), ("mine",))
     assert unnamed.judge_model == named.judge_model == "mockllm/model"
+    _, record = load_study(data).resolve(model, judge)
+    assert record["settings"]["backends"] == {
+        "judge": "inspect",
+        "model": "inspect",
+        "user": "none",
+    }
 
 
 def test_a_missing_log_is_a_named_error(tmp_path, capsys):

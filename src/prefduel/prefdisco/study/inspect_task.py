@@ -87,8 +87,9 @@ from prefduel.prefdisco.study.scripted import scripted_handlers, server_answer
 
 #: The model role that judges (inspect's name for a scorer's model).
 JUDGE_ROLE = "grader"
-#: The role groups' backends recorded in ``run.json`` (the user routes by keywords).
-BACKENDS = {"model": "inspect", "user": "none", "judge": "inspect"}
+#: The attribute that marks a `scripted_model` (its backend is recorded as ``scripted``, so
+#: the report says the run tested the pipeline, not a model).
+SCRIPTED = "prefdisco_scripted"
 _FINISH = {"max_tokens": "length", "model_length": "length"}
 
 
@@ -162,7 +163,8 @@ class Study:
             judge_model=str(judge),
             grader_model=None,
         )
-        conf = episode_settings(self.dataset, settings, BACKENDS, router="keyword")
+        backends = {"model": _backend(model), "user": "none", "judge": _backend(judge)}
+        conf = episode_settings(self.dataset, settings, backends, router="keyword")
         record: dict[str, Any] = {
             "format": RUN_FORMAT,
             "settings": conf,
@@ -179,6 +181,11 @@ class Study:
                 self.dataset.taxonomy, settings, _NoUserModel(), scripted_user=True
             )
         return self.checks[digest]
+
+
+def _backend(model: Model) -> str:
+    """How a role group's answers were made, for ``run.json`` (the user routes by keywords)."""
+    return "scripted" if getattr(model, SCRIPTED, False) else "inspect"
 
 
 class _NoUserModel:
@@ -438,7 +445,9 @@ def scripted_model(dataset: Dataset, name: str) -> Model:
         output.usage = ModelUsage(input_tokens=asked, output_tokens=told, total_tokens=asked + told)
         return output
 
-    return get_model("mockllm/model", custom_outputs=respond, memoize=False)
+    model = get_model("mockllm/model", custom_outputs=respond, memoize=False)
+    setattr(model, SCRIPTED, True)
+    return model
 
 
 @task
