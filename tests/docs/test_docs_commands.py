@@ -35,7 +35,7 @@ from prefduel.cli.main import build_parser
 REPO = Path(__file__).resolve().parents[2]
 RUN_MARKER = "<!-- docs-test: run -->"
 # Programs the docs may show that are not ours: checked by name only.
-EXTERNAL = {"dask", "cd", "export", "open", "mkdocs", "ruff"}
+EXTERNAL = {"dask", "cd", "export", "open", "mkdocs", "ruff", "inspect"}
 FENCE = re.compile(r"^```(\w*)")
 
 
