@@ -46,6 +46,11 @@ from prefduel.core.errors import WorldFormatError
 AskKind = Literal["level", "pair", "least"]
 #: Number of answer values of each kind (``least``: K).
 LEVELS = {"level": 5, "pair": 2}
+#: PrefDisco's simulated-user styles as answer noise (in units of one click's noise): a
+#: cooperative student answers with half a click's noise, a terse one with the published
+#: default, a vague one with twice it. The world name ``NAME/STYLE`` (``dev/vague+ask2``)
+#: draws a TutorSim world's answers so (`prefduel.worlds.spec`).
+ANSWER_STYLES = {"cooperative": 0.5, "terse": DEFAULT_ANSWER_NOISE, "vague": 2.0}
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from prefduel.core.errors import (
     WorldFormatError,
 )
 from prefduel.worlds import tutorsim
+from prefduel.worlds.asking import ANSWER_STYLES, DEFAULT_ANSWER_NOISE
 from prefduel.worlds.roster_file import load_roster_file, roster_file_label
 from prefduel.worlds.rosters import Roster, builtin_roster, is_roster, is_roster_file
 from prefduel.worlds.votes import GENERATOR as VOTES
@@ -80,6 +81,10 @@ class WorldSpec:
         path: The stored world's folder, else None.
         ask_budget: Preference questions a policy may ask each arrival: the benchmark's ask
             track, written ``NAME+askB`` (``dev+ask2``); 0 is the benchmark without questions.
+        answer_style: How the students answer (`prefduel.worlds.asking.ANSWER_STYLES`:
+            ``cooperative``, ``terse``, ``vague``), written ``NAME/STYLE`` (``dev/vague+ask2``):
+            the answers are drawn with that style's noise, everything else is the world
+            without a style, bit for bit; "" draws them with the roster's ``answer_noise``.
     """
 
     name: str
@@ -90,6 +95,7 @@ class WorldSpec:
     roster: Roster | None = None
     path: Path | None = None
     ask_budget: int = 0
+    answer_style: str = ""
 
     @property
     def version(self) -> int | None:
@@ -158,6 +164,13 @@ def parse_world(name: str) -> WorldSpec:
         spec = parse_world(base)
         return replace(spec, name=name, label=ask_label(spec.label, budget), ask_budget=budget)
     name = base
+    base, style = split_answer_style(name)
+    if style:
+        spec = parse_world(base)
+        _check_answer_style(spec, style)
+        label = ask_label(style_label(split_ask_track(spec.label)[0], style), spec.ask_budget)
+        return replace(spec, name=name, label=label, answer_style=style)
+    _refuse_unknown_style(name)
     if is_roster_file(name):
         roster = Roster(**load_roster_file(name))
         label = roster_file_label(name)
@@ -199,6 +212,67 @@ def ask_label(label: str, budget: int) -> str:
     return f"{label}+ask{budget}" if budget else label
 
 
+#: A world name with an answer style: ``NAME/STYLE``.
+_ANSWER_STYLE = re.compile(r"^(?P<base>.+)/(?P<style>[A-Za-z]+)$")
+
+
+def split_answer_style(name: str) -> tuple[str, str]:
+    """``("dev", "vague")`` for ``dev/vague``; ``(name, "")`` for a name without a style (or a
+    stored world's folder that happens to end in a style's name)."""
+    name = name.strip()
+    match = _ANSWER_STYLE.match(name)
+    if match is None or match["style"] not in ANSWER_STYLES or Path(name).exists():
+        return name, ""
+    return match["base"], match["style"]
+
+
+def style_label(label: str, style: str) -> str:
+    """The label of ``label``'s world with its answers drawn in ``style`` ("": none)."""
+    return f"{label}/{style}" if style else label
+
+
+def _check_answer_style(spec: WorldSpec, style: str) -> None:
+    """A style needs a generator that draws the answers, and no second noise to overrule.
+
+    Raises:
+        SpecError: a world whose answers are stored with it, or a roster file that sets
+            ``params.answer_noise`` itself.
+    """
+    noise = ANSWER_STYLES[style]
+    if spec.answer_style:
+        raise SpecError(f"world {spec.name!r}: one answer style at most, got {style!r} too")
+    # a generator that draws its answers afresh says so with a true `answer_styles`
+    if not getattr(GENERATORS.get(spec.generator), "answer_styles", False):
+        raise SpecError(
+            f"world {spec.label!r}: answer style {style!r} (answer noise {noise}) draws the "
+            f"answers afresh, but this world's answers are stored with it ({spec.generator} "
+            f"world); run it without '/{style}'"
+        )
+    own = spec.roster.tutorsim_params().answer_noise if spec.roster is not None else None
+    if own is not None and own != DEFAULT_ANSWER_NOISE:
+        raise SpecError(
+            f"world {spec.label!r}: its roster file sets params.answer_noise: {own} and the "
+            f"name asks for answer style {style!r} (answer noise {noise}); use one of the two"
+        )
+
+
+def _refuse_unknown_style(name: str) -> None:
+    """``dev/loud``: a roster with a suffix that is no answer style is an error naming them.
+
+    Raises:
+        SpecError: naming the suffix and the known styles.
+    """
+    match = _ANSWER_STYLE.match(name)
+    if match is None or Path(name).exists():
+        return
+    base = match["base"]
+    if is_roster(split_ask_track(base)[0] if _ASK_TRACK.match(base) else base):
+        raise SpecError(
+            f"world {name!r}: {match['style']!r} is no answer style; known: "
+            f"{', '.join(ANSWER_STYLES)} (e.g. {_bare(base)}/vague+ask2)"
+        )
+
+
 def _is_stored(name: str) -> bool:
     """A name that refers to a stored world's folder (or its world.json), not a roster."""
     return not is_roster(name) and (
@@ -219,12 +293,19 @@ def _stored_label(name: str) -> str:
 def world_kind(name: str) -> Kind | None:
     """What a world name is (`WorldSpec.kind`), found without reading any file: None for a
     name that is no roster id, roster file or stored world's folder."""
-    name = split_ask_track(name)[0] if _ASK_TRACK.match(name.strip()) else name.strip()
+    name = _bare(name)
     if is_roster_file(name):
         return "roster-file"
     if _is_stored(name):
         return "stored"
     return "roster" if is_roster(name) else None
+
+
+def _bare(name: str) -> str:
+    """The world name without its ask track and answer style (``dev/vague+ask2`` -> ``dev``)."""
+    name = split_ask_track(name)[0] if _ASK_TRACK.match(name.strip()) else name.strip()
+    base, style = split_answer_style(name)
+    return _bare(base) if style else name
 
 
 def world_label(name: str) -> str:
@@ -233,6 +314,10 @@ def world_label(name: str) -> str:
     match = _ASK_TRACK.match(name.strip())
     if match is not None:
         return ask_label(world_label(match["base"]), int(match["budget"]))
+    base, style = split_answer_style(name)
+    if style:
+        track, budget = split_ask_track(world_label(base))
+        return ask_label(style_label(track, style), budget)
     name = name.strip()
     if is_roster_file(name):
         return roster_file_label(name)
@@ -280,10 +365,18 @@ def get_world(name: str, seed: int, *, allow_test: bool = False) -> World:
 
 @dataclass(frozen=True)
 class _TutorSim:
-    """TutorSim: worlds generated from a roster (`prefduel.worlds.tutorsim`)."""
+    """TutorSim: worlds generated from a roster (`prefduel.worlds.tutorsim`); an answer style
+    sets the noise of the answers, which are drawn last, from a stream of their own."""
+
+    answer_styles = True
 
     def make(self, spec: WorldSpec, seed: int) -> World:
-        return tutorsim.generate_world(_roster(spec), seed)
+        roster = _roster(spec)
+        params = None
+        if spec.answer_style:
+            noise = ANSWER_STYLES[spec.answer_style]
+            params = replace(roster.tutorsim_params(), answer_noise=noise)
+        return tutorsim.generate_world(roster, seed, params)
 
     def students(self, spec: WorldSpec, seed: int) -> tuple[list[dict[str, Any]], np.ndarray]:
         return tutorsim.generate_students(_roster(spec), seed)
