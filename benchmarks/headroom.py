@@ -23,8 +23,19 @@ score of each quarter's arrivals alone): how much of the gap to ``ref:oracle-pri
 price of learning the population online, which no policy can avoid. With ``--horizons`` it
 also scores the online lookahead at those horizons, and each policy's gap to them.
 
+``--online`` also adds the recalibration-aware online rows (`prefduel.runner.headroom_recal`):
+the rater's score g replaced by ``A g`` with the best linear map ``A`` (the class CODuel's
+recalibration fits), fitted for each arrival on the earlier users only
+(``online:oracle-prior-recal``, greedy, and ``online:oracle-prior-lookahead-recal``), fitted
+in hindsight on every user (``online:oracle-prior-lookahead-recal-hindsight``), and with
+persona-by-question-kind indicators (``online:oracle-prior-lookahead-recal-kind``), each
+against the policies with paired intervals (about 5-8 s of CPU per 350-arrival world-seed
+more; ``--no-recal`` leaves them out).
+
     python benchmarks/headroom.py --rosters dev --seeds 0-31 --horizons 2,3,4,5,6
     python benchmarks/headroom.py --rosters dev --seeds 0-31 --policies coduel,notransfer --online
+    python benchmarks/headroom.py --rosters test-profiles,test-composite,test-quirky \\
+        --seeds 0-31 --policies coduel,notransfer --online --allow-test
     python benchmarks/headroom.py --rosters test-profiles,test-composite,test-quirky \\
         --seeds 0-31 --allow-test --out headroom.jsonl   # references only look at the world
     prefduel stats headroom.jsonl --format md --allow-test   # the leaderboard lines
@@ -45,7 +56,7 @@ from threadpoolctl import threadpool_limits
 
 from prefduel.cli.main import parse_seeds
 from prefduel.core.regret import floor_regret, random_regret, score
-from prefduel.runner import headroom, references
+from prefduel.runner import headroom, headroom_recal, references
 from prefduel.runner.cell import run_cell, summarize
 from prefduel.worlds import get_world
 
@@ -63,6 +74,13 @@ ONLINE = ("online:oracle-prior", "online:oracle-prior-lookahead")
 ONLINE_STEPS = (
     ("online:oracle-prior", "ref:oracle-prior", "learning the population online"),
     ("online:oracle-prior", "online:oracle-prior-lookahead", "pair rule, online (lookahead)"),
+)
+RECAL = headroom_recal.RECAL_ROWS
+RECAL_STEPS = (
+    ("online:oracle-prior", RECAL[0], "the map, online (greedy)"),
+    ("online:oracle-prior-lookahead", RECAL[1], "the map, online (lookahead)"),
+    (RECAL[1], RECAL[2], "the map in hindsight"),
+    (RECAL[1], RECAL[3], "question kinds"),
 )
 QUARTERS = 4
 
@@ -96,15 +114,23 @@ def quarter_scores(rand: np.ndarray, floor: np.ndarray, excess: np.ndarray) -> l
     return [score(floor[p].sum() + excess[p].sum(), rand[p].sum(), floor[p].sum()) for p in parts]
 
 
-def _online_rows(world, theta: np.ndarray, horizons: list[int]) -> list[dict]:
-    """Rows of the online variants (past-only prior) for ``world``: the two of `ONLINE`, and
-    the lookahead at each of ``horizons``."""
+def _online_rows(
+    world, theta: np.ndarray, horizons: list[int], recal: bool, timings: dict[str, list[float]]
+) -> list[dict]:
+    """Rows of the online variants (past-only prior) for ``world``: the two of `ONLINE`, the
+    lookahead at each of ``horizons``, and with ``recal`` those of `RECAL` (timed together)."""
     named = [*zip(ONLINE, (1, references.HORIZON), strict=True)]
     named += [(f"online lookahead, horizon {h}", h) for h in horizons]
     rows = []
     for name, h in named:
         run = headroom.play_oracle_prior(world, theta, horizon=h, past_only=True)
         rows.append({"policy": name, **summarize(world, run.first, run.second)})
+    if recal:
+        start = time.process_time()
+        pairs = headroom_recal.recal_pairs(world)
+        timings["recalibration-aware online rows"].append(time.process_time() - start)
+        for name, (first, second) in pairs.items():
+            rows.append({"policy": name, **summarize(world, first, second)})
     return rows
 
 
@@ -116,10 +142,13 @@ def measure(
     allow_test,
     out=None,
     online: bool = False,
+    recal: bool = True,
+    online_out=None,
 ):
     """Scores ``{name: {seed: score}}`` (with ``online``, also ``{(name, quarter): {seed:
     score}}``) and CPU times ``{what: [seconds per world-seed]}``; the reference and policy rows
-    are also written to the open file ``out`` (JSON lines)."""
+    are also written to the open file ``out`` (JSON lines), the online rows (with ``world``
+    and ``seed``) to ``online_out``."""
     scores: dict = defaultdict(dict)
     timings: dict[str, list[float]] = defaultdict(list)
     references.play_oracle_prior = _timed_play(timings)  # time the two rows inside the set
@@ -136,13 +165,19 @@ def measure(
             scores[row["policy"]][seed] = row["score"]
             if out is not None:
                 out.write(json.dumps(row, separators=(",", ":")) + "\n")
+        if out is not None:
+            out.flush()
         if online or horizons:
             theta = references.linear_oracle_theta(world.Phi, world.U)
         if online:
-            online_rows = _online_rows(world, theta, horizons)
+            online_rows = _online_rows(world, theta, horizons, recal, timings)
             rand, floor = random_regret(world.U).sum(axis=1), floor_regret(world.U).sum(axis=1)
             for row in online_rows:
                 scores[row["policy"]][seed] = row["score"]
+                if online_out is not None:
+                    keyed = {"world": roster, "seed": seed, **row}
+                    online_out.write(json.dumps(keyed, separators=(",", ":")) + "\n")
+                    online_out.flush()
             for row in rows + online_rows:
                 excess = np.asarray(row["excess_per_arrival"])
                 for q, value in enumerate(quarter_scores(rand, floor, excess)):
@@ -166,16 +201,18 @@ def _paired(scores, a: str, b: str) -> str:
 def report_online(scores, policies: list[str], horizons: list[int]) -> None:
     """Print the online rows, their steps and the scores by quarter of the arrivals."""
     print("\n| online step | score difference (paired, 95% CI) |\n|---|---|")
-    for a, b, label in ONLINE_STEPS:
-        print(f"| {label}: `{a}` -> `{b}` | {_paired(scores, a, b)} |")
+    recal = [name for name in RECAL if name in scores]
+    for a, b, label in (*ONLINE_STEPS, *RECAL_STEPS):
+        if a in scores and b in scores:
+            print(f"| {label}: `{a}` -> `{b}` | {_paired(scores, a, b)} |")
     at_horizons = [f"online lookahead, horizon {h}" for h in horizons]
     for spec in policies:
-        for name in (*ONLINE, *at_horizons):
+        for name in (*ONLINE, *at_horizons, *recal):
             print(f"| online ceiling: `{spec}` -> `{name}` | {_paired(scores, spec, name)} |")
     head = " | ".join(f"quarter {q + 1}" for q in range(QUARTERS))
     print(f"\n| row (score of each quarter of the arrivals) | {head} |")
     print("|---|" + "---|" * QUARTERS)
-    for name in ("ref:oracle-prior", *ONLINE, *policies):
+    for name in ("ref:oracle-prior", *ONLINE, *recal, *policies):
         cells = [np.mean(list(scores[(name, q)].values())) for q in range(QUARTERS)]
         print(f"| `{name}` | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
 
@@ -185,7 +222,8 @@ def report(roster: str, scores, timings, policies: list[str], horizons: list[int
     n = len(scores["ref:floor"])
     print(f"\n## {roster} ({n} seeds, each an independent world; mean ± s.e. over seeds)\n")
     print("| row | score |\n|---|---|")
-    for name in (*SHOWN, *(ONLINE if ONLINE[0] in scores else ()), *policies):
+    online = [name for name in (*ONLINE, *RECAL) if name in scores]
+    for name in (*SHOWN, *online, *policies):
         v = np.array(list(scores[name].values()))
         print(f"| `{name}` | {v.mean():.2f} ± {v.std(ddof=1) / np.sqrt(v.size):.2f} |")
     print("\n| step | score difference (paired, 95% CI) |\n|---|---|")
@@ -216,21 +254,35 @@ def main() -> None:
     parser.add_argument("--policies", default="notransfer", help="run beside (default: notransfer)")
     parser.add_argument("--horizons", default="", help="also score the lookahead at these")
     parser.add_argument("--online", action="store_true", help="add the past-only prior rows")
+    parser.add_argument(
+        "--no-recal", action="store_true", help="with --online: leave out the recal rows"
+    )
     parser.add_argument("--allow-test", action="store_true")
     parser.add_argument("--out", default=None, help="also write the rows here (JSON lines)")
+    parser.add_argument("--online-out", default=None, help="and the online rows here")
     args = parser.parse_args()
     seeds = parse_seeds(args.seeds)
     policies = [p for p in args.policies.split(",") if p]
     horizons = [int(h) for h in args.horizons.split(",") if h]
     out = open(args.out, "w", encoding="utf-8") if args.out else None
+    online_out = open(args.online_out, "w", encoding="utf-8") if args.online_out else None
     for roster in args.rosters.split(","):
         with threadpool_limits(1):  # CPU time of one core, as in the other benchmarks
             scores, timings = measure(
-                roster, seeds, policies, horizons, args.allow_test, out, args.online
+                roster,
+                seeds,
+                policies,
+                horizons,
+                args.allow_test,
+                out,
+                args.online,
+                not args.no_recal,
+                online_out,
             )
         report(roster, scores, timings, policies, horizons)
-    if out is not None:
-        out.close()
+    for file in (out, online_out):
+        if file is not None:
+            file.close()
 
 
 if __name__ == "__main__":

@@ -180,7 +180,9 @@ def play_oracle_prior(
 
     Args:
         world: The world (its clicks come from `World.clicks`, the click rule).
-        theta: ``(N, d)`` hindsight weights of the world's arrivals (the particles).
+        theta: ``(N, d)`` hindsight weights of the world's arrivals (the particles), or
+            ``(N, N, d)``: for each arrival its own copy of them (the recalibration-aware rows
+            of `prefduel.runner.headroom_recal`, where each arrival sees other features).
         horizon: 1 for greedy pairs, more for the exact lookahead of `lookahead_values`.
         beta: Logits per unit of utility of the click likelihood.
         chunk: Arrivals per lookahead batch (memory only; the result does not depend on it).
@@ -213,8 +215,11 @@ def _play_arrivals(
 ) -> None:
     """Play every round of ``arrivals``, writing their rows of ``run`` in place."""
     pairs = pairs_of(world.K)
-    util = theta @ np.swapaxes(world.Phi[arrivals], -1, -2)  # (n, S, M, K)
-    lo_wins = pair_likelihoods(world.Phi[arrivals], theta, beta) if horizon > 1 else None
+    if theta.ndim == 2:  # one set of particles for every arrival
+        util = theta @ np.swapaxes(world.Phi[arrivals], -1, -2)  # (n, S, M, K)
+        lo_wins = pair_likelihoods(world.Phi[arrivals], theta, beta) if horizon > 1 else None
+    else:  # each arrival's own particles
+        util, lo_wins = _own_particles(world.Phi[arrivals], theta[arrivals], beta, horizon)
     log_w = run.log_weights[arrivals]
     rows = np.arange(arrivals.size)
     workspace: list[np.ndarray] = []
@@ -232,6 +237,20 @@ def _play_arrivals(
         logit = beta * (util[rows, s, :, i] - util[rows, s, :, j])  # (n, M)
         log_w = log_w + log_click_likelihood(logit, won[:, None])
     run.log_weights[arrivals] = log_w
+
+
+def _own_particles(
+    phi: np.ndarray, theta: np.ndarray, beta: float, horizon: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`_play_arrivals`' utilities ``(n, S, M, K)`` and pair likelihoods ``(n, S, P, M)``
+    (None for greedy play) when each arrival has its own particles ``theta (n, M, d)``."""
+    particles = np.swapaxes(theta, -1, -2)[:, None]  # (n, 1, d, M)
+    util = np.swapaxes(phi @ particles, -1, -2)  # (n, S, M, K)
+    if horizon <= 1:
+        return util, None
+    pairs = pairs_of(phi.shape[-2])
+    z = beta * (phi[..., pairs[:, 0], :] - phi[..., pairs[:, 1], :])  # (n, S, P, d)
+    return util, sigmoid(z @ particles)
 
 
 #: Why the population-prior references are undefined on a world of one student.
