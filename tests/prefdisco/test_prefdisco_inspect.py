@@ -59,7 +59,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from inspect_ai import eval as inspect_eval
 
     from prefduel.prefdisco.study.inspect_log import from_inspect
-    from prefduel.prefdisco.study.inspect_task import prefdisco, scripted_model
+    from prefduel.prefdisco.study.inspect_models import scripted_model
 
     root = tmp_path_factory.mktemp("inspect")
     (root / "study.yaml").write_text(STUDY)
@@ -79,7 +79,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         _no_network(patch)
         patch.setenv("INSPECT_LOG_DIR", str(root / "logs"))
         (log,) = inspect_eval(
-            prefdisco(dataset=str(root / "data"), label="scripted-ask3"),
+            "prefduel/prefdisco",  # found through the package's inspect_ai entry point
+            task_args={"dataset": str(root / "data"), "label": "scripted-ask3"},
             model=scripted_model(dataset, "scripted-ask3"),
             model_roles={"grader": scripted_model(dataset, "scripted-judge")},
             log_dir=str(root / "logs"),

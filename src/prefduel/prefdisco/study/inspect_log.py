@@ -59,14 +59,18 @@ class Converted:
     skipped: tuple[tuple[str, str, str], ...]
 
 
+def needs_inspect(what: str, exc: ImportError) -> ConfigError:
+    """The error when inspect-ai is missing: it names the extra that installs it."""
+    return ConfigError(
+        f'{what} needs inspect-ai ({exc}); install the extra: pip install "prefduel[inspect]"'
+    )
+
+
 def _read_log(path: Path) -> Any:
     try:
         from inspect_ai.log import read_eval_log
-    except ImportError:
-        raise ConfigError(
-            "reading an inspect log needs inspect-ai; install the extra: "
-            'pip install "prefduel[inspect]"'
-        ) from None
+    except ImportError as exc:
+        raise needs_inspect("reading an inspect log", exc) from None
     if not path.is_file():
         raise DatasetError(f"inspect log {path}: no such file")
     try:
@@ -231,4 +235,4 @@ def _logs_of(folder: Path) -> list[str]:
     return [str(x) for x in logs] if isinstance(logs, list) else []
 
 
-__all__ = ["SCORER", "TRANSCRIPTS", "Converted", "from_inspect"]
+__all__ = ["SCORER", "TRANSCRIPTS", "Converted", "from_inspect", "needs_inspect"]

@@ -24,8 +24,10 @@ arguments ``conditions``, ``strategies``, ``max_turns`` and ``user_style`` on to
 simulated user routes questions with the keyword router (``router: auto`` or ``keyword``), and
 structured judge output is not used (``judge_structured: off``).
 
-This module imports inspect-ai at the top; nothing else in prefduel imports it, so the library
-works without the extra.
+The requests reach inspect's models through `prefduel.prefdisco.study.inspect_models`
+(`InspectCompleter`), which also has `scripted_model`: inspect's mock model playing our
+scripted roles, to run the task offline. These modules import inspect-ai at the top; nothing
+else in prefduel imports them, so the library works without the extra.
 """
 
 from __future__ import annotations
@@ -37,31 +39,18 @@ from pathlib import Path
 from typing import Any
 
 from prefduel.prefdisco.errors import ConfigError
+from prefduel.prefdisco.study.inspect_log import TRANSCRIPTS, needs_inspect
 
 try:
     from inspect_ai import Task, task
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import (
-        ChatMessage,
-        ChatMessageAssistant,
-        ChatMessageSystem,
-        ChatMessageUser,
-        GenerateConfig,
-        Model,
-        ModelOutput,
-        ModelUsage,
-        get_model,
-    )
+    from inspect_ai.model import Model, ModelOutput, get_model
     from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
     from inspect_ai.solver import Generate, TaskState, solver
 except ImportError as exc:  # pragma: no cover - the message is the point
-    raise ConfigError(
-        f"the PrefDisco inspect task needs inspect-ai ({exc}); install the extra: "
-        'pip install "prefduel[inspect]"'
-    ) from None
+    raise needs_inspect("the PrefDisco inspect task", exc) from None
 
-from prefduel.llm.prices import estimate_tokens
-from prefduel.llm.request import LLMRequest, LLMResponse, Usage
+from prefduel.llm.request import LLMRequest, LLMResponse
 from prefduel.prefdisco.config import CONDITIONS, RunConfig, load_config
 from prefduel.prefdisco.dataset.folder import Dataset, load_dataset
 from prefduel.prefdisco.dataset.personas import load_persona_space
@@ -81,59 +70,11 @@ from prefduel.prefdisco.interviewer.prior import check_disjoint, learn_prior
 from prefduel.prefdisco.interviewer.strategy import run_interview
 from prefduel.prefdisco.report.rows import RUN_FORMAT
 from prefduel.prefdisco.study.calls import finish_reasons, in_order, metered, recording, usage_of
-from prefduel.prefdisco.study.inspect_log import TRANSCRIPTS
+from prefduel.prefdisco.study.inspect_models import InspectCompleter, backend_of, scripted_model
 from prefduel.prefdisco.study.run_folder import episode_settings, uses_interviewer
-from prefduel.prefdisco.study.scripted import scripted_handlers, server_answer
 
 #: The model role that judges (inspect's name for a scorer's model).
 JUDGE_ROLE = "grader"
-#: The attribute that marks a `scripted_model` (its backend is recorded as ``scripted``, so
-#: the report says the run tested the pipeline, not a model).
-SCRIPTED = "prefdisco_scripted"
-_FINISH = {"max_tokens": "length", "model_length": "length"}
-
-
-class InspectCompleter:
-    """A `Completer` that answers PrefDisco's requests with an inspect `Model` (the request's
-    model name only labels the rows: the inspect model answers).
-
-    Args:
-        model: The inspect model.
-    """
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        """One generate call; its token usage and cost as inspect reports them."""
-        output = await self.model.generate(_messages(request), config=_config(request))
-        usage = output.usage
-        return LLMResponse(
-            request=request,
-            text=output.completion,
-            model=str(self.model),
-            finish_reason=_FINISH.get(output.stop_reason, output.stop_reason),
-            usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
-            cost=float(usage.total_cost or 0.0) if usage else 0.0,
-        )
-
-
-def _messages(request: LLMRequest) -> list[ChatMessage]:
-    kinds = {
-        "system": ChatMessageSystem,
-        "user": ChatMessageUser,
-        "assistant": ChatMessageAssistant,
-    }
-    return [kinds[m.role](content=m.content) for m in request.messages]
-
-
-def _config(request: LLMRequest) -> GenerateConfig:
-    """Temperature, token limit (under either name) and seed of a request."""
-    params = request.params
-    tokens = params.get("max_tokens", params.get("max_completion_tokens"))
-    return GenerateConfig(
-        temperature=params.get("temperature"), max_tokens=tokens, seed=request.seed
-    )
 
 
 @dataclass
@@ -163,7 +104,7 @@ class Study:
             judge_model=str(judge),
             grader_model=None,
         )
-        backends = {"model": _backend(model), "user": "none", "judge": _backend(judge)}
+        backends = {"model": backend_of(model), "user": "none", "judge": backend_of(judge)}
         conf = episode_settings(self.dataset, settings, backends, router="keyword")
         record: dict[str, Any] = {
             "format": RUN_FORMAT,
@@ -181,11 +122,6 @@ class Study:
                 self.dataset.taxonomy, settings, _NoUserModel(), scripted_user=True
             )
         return self.checks[digest]
-
-
-def _backend(model: Model) -> str:
-    """How a role group's answers were made, for ``run.json`` (the user routes by keywords)."""
-    return "scripted" if getattr(model, SCRIPTED, False) else "inspect"
 
 
 class _NoUserModel:
@@ -425,29 +361,6 @@ async def _score_row(data: Mapping[str, Any], context: JudgeContext) -> dict[str
         row, usage=usage_of(everything), finish_reasons=finish_reasons(everything), calls=calls
     )
     return row.to_json()
-
-
-def scripted_model(dataset: Dataset, name: str) -> Model:
-    """inspect's mock model (``mockllm/model``) answering as our scripted backend's model
-    ``name`` (``scripted-ask3``, ``scripted-judge``; `prefduel.prefdisco.study.scripted`):
-    evaluated with it, and judged by ``scripted_model(dataset, "scripted-judge")`` as the
-    grader, the task reproduces ``prefduel prefdisco run`` offline. Each answer carries the
-    scripted backend's token estimate as its usage (a mock answer without usage makes inspect
-    count tokens with a tokenizer it downloads)."""
-    answer = server_answer(scripted_handlers(dataset.taxonomy, list(dataset.tasks.values())))
-
-    def respond(messages: list[ChatMessage], *_: Any) -> ModelOutput:
-        body = {"model": name, "messages": [{"role": m.role, "content": m.text} for m in messages]}
-        text = answer(body)
-        output = ModelOutput.from_content("mockllm/model", text)
-        asked = sum(estimate_tokens(m.text) for m in messages)
-        told = estimate_tokens(text)
-        output.usage = ModelUsage(input_tokens=asked, output_tokens=told, total_tokens=asked + told)
-        return output
-
-    model = get_model("mockllm/model", custom_outputs=respond, memoize=False)
-    setattr(model, SCRIPTED, True)
-    return model
 
 
 @task
