@@ -40,7 +40,9 @@ The package is in rooms; each imports only itself and the rooms listed before it
 * `report`: `rows` (the run's rows checked on read), `build` (the report's data) with
   `render`, `text` and `figures`;
 * `study`: `pipeline` (`generate_dataset`, `run_study`), `run_folder`, `clients`, `calls` (each
-  episode's calls and cost), `estimate` (the dry run) and `scripted` (offline roles).
+  episode's calls and cost), `estimate` (the dry run), `scripted` (offline roles) and, with
+  the ``inspect`` extra, `inspect_task` (PrefDisco as the inspect-ai task
+  ``prefduel/prefdisco``), `inspect_models` and `inspect_log` (a log back into a run folder).
 
 The public names (`__all__`) are importable from here, wherever they live.
 """
