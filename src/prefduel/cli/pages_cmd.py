@@ -3,6 +3,7 @@
 ::
 
     prefduel play [--world dev] [--seed 0] [--arrival 3] [--out play.html] [--allow-test]
+                  [--policy notransfer-ask]   (an ask track: --world dev+ask2)
     prefduel replay RESULTS [--world dev] [--seed 0] [--policy coduel] [--arrival 0]
                          [--out replay.html] [--allow-test]
 
@@ -23,6 +24,7 @@ from prefduel.cli.argtypes import seed_int
 from prefduel.core.errors import PrefduelError
 from prefduel.core.outputs import output_file
 from prefduel.pages._html import check_arrival
+from prefduel.pages.asks import policy_questions
 from prefduel.pages.play import play_page
 from prefduel.pages.replay import replay_page
 from prefduel.runner.trajectories import find_cell, replay_cell
@@ -45,7 +47,9 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
         description="Write an offline HTML page to play one real session of a world: each round "
         "you pick two personas, the simulated student clicks exactly as in the benchmark, and "
         "the hidden utilities and your running score are revealed (random pairs 0, the "
-        "student's two best 100).",
+        "student's two best 100). On an ask track (--world dev+ask2) you first answer the "
+        "student's preference questions: those --policy asked, or up to the budget picked from "
+        "the bank.",
     )
     play.add_argument(
         "--world", default="dev", help="roster id or stored-world path (default: dev)"
@@ -53,6 +57,12 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace, Any], int]]:
     play.add_argument("--seed", type=seed_int, default=0, help="world seed (default: 0)")
     play.add_argument(
         "--arrival", type=_arrival, default=0, help="arrival (student session) to play (default: 0)"
+    )
+    play.add_argument(
+        "--policy",
+        default=None,
+        help="on an ask track: show the questions this policy asked the arrival (it is run on "
+        "the world to find them); default: free play, pick questions from the bank",
     )
     play.add_argument("--out", default="play.html", help="output file (default: play.html)")
     play.add_argument(
@@ -99,10 +109,19 @@ def cmd_play(args: argparse.Namespace, out: Any) -> int:
     output_file(args.out, "page", PrefduelError)
     world = _world(args.world, args.seed, args.allow_test)
     arrival = check_arrival(world, args.arrival)
-    _write(args.out, play_page(world, arrival))
+    asked = None
+    if args.policy is not None:
+        asked = policy_questions(world, args.policy, arrival)
+    _write(args.out, play_page(world, arrival, asked=asked, policy=args.policy))
+    questions = ""
+    if world.ask_budget:
+        who = "free play"
+        if asked is not None:
+            who = f"the {len(asked)} question{'s' * (len(asked) != 1)} {args.policy} asked"
+        questions = f", preference questions first ({who})"
     out.write(
         f"wrote {args.out}: play arrival {arrival} of {world.name} (seed {world.seed}), "
-        f"{world.S} rounds; open it in a browser\n"
+        f"{world.S} rounds{questions}; open it in a browser\n"
     )
     return 0
 

@@ -145,10 +145,14 @@ PLAY_JS = r"""
 /*__BASE_JS__*/
   var S = data.S, K = data.K, rounds = data.rounds;
   var state;
+/*__ASK_JS__*/
   function reset() {
-    state = { s: 0, pick: [], phase: "pick", R: 0, G: 0, Rand: 0, history: [] };
+    // on an ask track the session opens on the preference questions, before the first duel
+    var phase = data.ask ? "ask" : "pick";
+    state = { s: 0, pick: [], phase: phase, R: 0, G: 0, Rand: 0, history: [] };
     clear(part("tbody"));
     part("final").hidden = true;
+    if (data.ask) askReset();
     render();
   }
   function scoreOf(R, Rand, G) {
@@ -277,7 +281,9 @@ PLAY_JS = r"""
     conf.disabled = state.pick.length !== 2;
     nxt.hidden = state.phase !== "revealed";
     nxt.textContent = state.s + 1 >= S ? "See your result \u2192" : "Next question \u2192";
-    if (state.phase === "pick") {
+    if (state.phase === "ask") {
+      hint.appendChild(document.createTextNode("First the preference questions above."));
+    } else if (state.phase === "pick") {
       hint.appendChild(document.createTextNode(state.pick.length === 2
         ? "Show these two to the student?"
         : "Pick two personas to show (click the cards or press 1\u2013" + K + ")."));
@@ -358,6 +364,7 @@ PLAY_JS = r"""
   root.addEventListener("focusin", used);
   document.addEventListener("keydown", function (ev) {
     if (ev.altKey || ev.ctrlKey || ev.metaKey || ev.defaultPrevented || !ownsKeys()) return;
+    if (state.phase === "ask") { askKey(ev); return; }
     var n = parseInt(ev.key, 10);
     if (n >= 1 && n <= K && K <= 9 && state.phase === "pick") {
       toggle(n - 1);
@@ -407,7 +414,7 @@ PLAY_HTML = """
   <div class="__ID__-compare" id="__ID__-compare"></div>
   <p class="__ID__-muted" id="__ID__-totals" style="margin-top:12px;font-size:13.5px"></p>
 </div>
-<div class="__ID__-question __ID__-panel">
+{ask}<div class="__ID__-question __ID__-panel">
   <p class="__ID__-kicker" id="__ID__-qkicker"></p>
   <p class="__ID__-qtext" id="__ID__-qtext" data-testid="question"></p>
 </div>

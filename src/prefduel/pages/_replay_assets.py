@@ -56,6 +56,8 @@ REPLAY_CSS = """
 #__ID__ .__ID__-pair { display: flex; flex-direction: column; align-items: flex-start; gap: 4px; }
 #__ID__ .__ID__-ylabel { font-weight: 600; }
 #__ID__ .__ID__-check { color: var(--good); font-weight: 700; }
+#__ID__ tr.__ID__-ask td { background: #f5f3ff; }
+#__ID__ .__ID__-askmark { color: #6d28d9; font-weight: 700; }
 @media (max-width: 700px) {
   #__ID__ .__ID__-head { grid-template-columns: 1fr; }
   #__ID__ .__ID__-stats { justify-content: flex-start; }
@@ -166,8 +168,22 @@ REPLAY_JS = r"""
     part("skicker").textContent = "Arrival " + cur + " \u00b7 the student's hidden profile";
     part("sexcess").textContent = fmt(data.excess[cur], 2);
     part("srand").textContent = fmt(data.rand[cur], 2);
+    var asks = data.ask ? data.ask.asked[cur] : [];
+    part("sasked").hidden = !data.ask;
+    part("sasked").textContent = data.ask ? "Asked " + asks.length + " of up to " +
+      data.ask.budget + " preference question" + (data.ask.budget === 1 ? "" : "s") : "";
     var body = clear(part("tbody"));
     for (var s = 0; s < S; s++) {
+      asks.forEach(function (a) {
+        if (a[0] !== s) return;
+        var q = data.ask.questions[a[1]];
+        body.appendChild(el("tr", { "class": "ask", "data-testid": "ask-row", "data-round": s,
+          "data-question": q.id, "data-answer": a[2] }, [
+          el("td", { "class": "num askmark", text: "?" }),
+          el("td", { "class": "q", text: q.text }),
+          el("td", { colspan: "3" }, ["The student answered ", el("b", { text: a[3] })])
+        ]));
+      });
       var i = data.first[cur][s], j = data.second[cur][s], w = data.winner[cur][s];
       var b = data.best[cur][s];
       var hit = (i === b[0] && j === b[1]) || (i === b[1] && j === b[0]);
@@ -281,6 +297,7 @@ REPLAY_HTML = """
         <span class="__ID__-muted" id="__ID__-sprofile" style="font-weight:500;font-size:15px">
         </span></h3>
       <p class="__ID__-desc" id="__ID__-sdesc"></p>
+      <p class="__ID__-muted" id="__ID__-sasked" data-testid="asked" hidden></p>
     </div>
     <div class="__ID__-stats">
       <div class="__ID__-stat"><span class="__ID__-stat-label">Excess regret</span>

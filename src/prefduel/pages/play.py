@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from prefduel.core.regret import floor_regret, pair_regret, random_regret, score
+from prefduel.pages._ask_assets import ASK_CSS, ASK_HTML, ASK_JS
 from prefduel.pages._html import (
     BASE_CSS,
     check_arrival,
@@ -37,6 +38,7 @@ from prefduel.pages._html import (
     student_card,
 )
 from prefduel.pages._play_assets import PLAY_CSS, PLAY_HTML, PLAY_JS
+from prefduel.pages.asks import play_asks
 from prefduel.policies.base import validate_pair
 from prefduel.worlds.world import World
 
@@ -168,9 +170,17 @@ def session_baselines(world: World, arrival: int) -> dict[str, Any]:
     }
 
 
-def play_data(world: World, arrival: int) -> dict[str, Any]:
+def play_data(
+    world: World,
+    arrival: int,
+    *,
+    asked: Sequence[tuple[int, int]] | None = None,
+    policy: str | None = None,
+) -> dict[str, Any]:
     """The JSON the play page embeds: personas, the rounds (question, utilities, click
-    probabilities, uniform draw, floor and random regret), the hidden student, baselines."""
+    probabilities, uniform draw, floor and random regret), the hidden student, baselines; on
+    an ask track also ``ask`` (`prefduel.pages.asks.play_asks`: the bank, the stored answers,
+    and the ``(round, question)`` pairs ``asked`` by ``policy``, or None for free play)."""
     arrival = check_arrival(world, arrival)
     rounds = []
     for rnd in range(world.S):
@@ -196,10 +206,18 @@ def play_data(world: World, arrival: int) -> dict[str, Any]:
         "student": student_card(world, arrival),
         "baselines": session_baselines(world, arrival),
         "rounds": rounds,
+        "ask": play_asks(world, arrival, asked, policy),
     }
 
 
-def play_widget(world: World, arrival: int, *, element_id: str = "play") -> str:
+def play_widget(
+    world: World,
+    arrival: int,
+    *,
+    element_id: str = "play",
+    asked: Sequence[tuple[int, int]] | None = None,
+    policy: str | None = None,
+) -> str:
     """A self-contained HTML fragment to play the session of one arrival.
 
     The fragment is a ``<section id=element_id>`` with scoped inline CSS, the data as embedded
@@ -209,18 +227,30 @@ def play_widget(world: World, arrival: int, *, element_id: str = "play") -> str:
     (with ``data-winner``), ``history-row`` (with ``data-first``, ``data-second``,
     ``data-winner``), ``final``, ``final-score``, ``profile``, ``restart``.
 
+    On an ask track (``world.ask_budget > 0``) the session opens on the preference questions:
+    the person answers the questions ``policy`` asked (``asked``, e.g. from
+    `prefduel.pages.asks.policy_questions`) or, without ``asked``, picks up to the budget from
+    the bank, with a button per answer (``level``: 5; ``pair``: the two tutors; ``least``: the
+    personas) and the number keys; then the duels start. More ``data-testid``: ``ask``,
+    ``ask-question`` (with ``data-question``, ``data-answer``, ``data-stored``),
+    ``ask-option`` (with ``data-value``), ``ask-pick``, ``ask-stored``, ``ask-done``,
+    ``ask-download``.
+
     Args:
         world: The world.
         arrival: The arrival to play, ``0 <= arrival < world.N``.
         element_id: Id of the section and prefix of its ids and classes.
+        asked: ``(round, question)`` a policy asked this arrival; None: free play.
+        policy: The policy that asked them (shown on the page).
 
     Raises:
         SpecError: ``arrival`` out of range or an unusable ``element_id``.
     """
     element_id = check_element_id(element_id)
-    data = play_data(world, arrival)
-    css = fill(BASE_CSS + PLAY_CSS, element_id)
+    data = play_data(world, arrival, asked=asked, policy=policy)
+    css = fill(BASE_CSS + PLAY_CSS + (ASK_CSS if data["ask"] else ""), element_id)
     body = fill(PLAY_HTML, element_id)
+    js = PLAY_JS.replace("/*__ASK_JS__*/", ASK_JS if data["ask"] else "")
     return (
         body.format(
             css=css,
@@ -231,9 +261,35 @@ def play_widget(world: World, arrival: int, *, element_id: str = "play") -> str:
             K=data["K"],
             cols=_columns(data["K"]),
             data=json_script(element_id, data),
-            js=fill(PLAY_JS, element_id),
+            js=fill(js, element_id),
+            ask=_ask_panel(data, element_id),
         ).strip()
         + "\n"
+    )
+
+
+def _ask_panel(data: dict[str, Any], element_id: str) -> str:
+    """The preference-questions panel of an ask track ("" without one)."""
+    ask = data["ask"]
+    if not ask:
+        return ""
+    budget = ask["budget"]
+    if ask["fixed"] is None:
+        headline = "Pick the questions to ask, then answer them"
+        who = (
+            f"Pick up to {budget} of the {len(ask['questions'])} questions of the bank and "
+            "answer each as this student might."
+        )
+    else:
+        n = len(ask["fixed"])
+        headline = f"{esc(ask['policy'])} asked this student {n} question{'s' * (n != 1)}"
+        who = "Answer each as this student might (or as you would)."
+    download = f"answers-{data['world']}-seed{data['seed']}-arrival{data['arrival']}.json"
+    return fill(ASK_HTML, element_id).format(
+        budget=budget,
+        headline=headline,
+        who=who,
+        download=esc(download.replace("/", "_").replace(" ", "_")),
     )
 
 
@@ -242,8 +298,15 @@ def _columns(k: int) -> int:
     return {1: 1, 2: 2, 4: 2}.get(k, 3 if k % 3 == 0 or k in (5, 7) else 4)
 
 
-def play_page(world: World, arrival: int) -> str:
-    """A complete, offline HTML document with `play_widget` for one arrival."""
-    widget = play_widget(world, arrival)
+def play_page(
+    world: World,
+    arrival: int,
+    *,
+    asked: Sequence[tuple[int, int]] | None = None,
+    policy: str | None = None,
+) -> str:
+    """A complete, offline HTML document with `play_widget` for one arrival (on an ask track,
+    with the questions ``policy`` ``asked``, or free play)."""
+    widget = play_widget(world, arrival, asked=asked, policy=policy)
     title = f"Be the policy · {world.name} seed {world.seed} arrival {int(arrival)}"
     return document(title, widget)

@@ -29,6 +29,7 @@ from prefduel.pages._html import (
     student_card,
 )
 from prefduel.pages._replay_assets import ICONS, REPLAY_CSS, REPLAY_HTML, REPLAY_JS
+from prefduel.pages.asks import asked_by_arrival
 from prefduel.policies.loading import display_name
 from prefduel.runner.cell import Trajectory
 from prefduel.runner.trajectories import check_trajectory
@@ -46,7 +47,9 @@ def _rounded(values: np.ndarray) -> list[float]:
 def replay_data(
     world: World, row: dict[str, Any], trajectory: Trajectory, *, arrival: int = 0
 ) -> dict[str, Any]:
-    """The JSON the replay page embeds.
+    """The JSON the replay page embeds; on an ask track also ``ask``: the questions the policy
+    asked each arrival, before which round, and the world's stored answers
+    (`prefduel.pages.asks.asked_by_arrival`).
 
     Raises:
         ResultsFileError: ``trajectory`` does not reproduce ``row``.
@@ -92,6 +95,7 @@ def replay_data(
         "winner": winners.tolist(),
         "best": best.tolist(),
         "rx": np.round(excess_rounds, 4).tolist(),
+        "ask": asked_by_arrival(world, trajectory.asked) if world.ask_budget else None,
     }
 
 
@@ -142,8 +146,10 @@ def replay_widget(
 
     Stable ``data-testid`` attributes: ``chart``, ``first``, ``prev``, ``play``, ``next``,
     ``last``, ``slider``, ``speed``, ``arrival`` (with ``data-arrival``), ``student``, ``excess``,
-    ``run-score`` and ``round-row`` (with ``data-first``, ``data-second``, ``data-winner`` and
-    ``data-best``).
+    ``run-score``, ``round-row`` (with ``data-first``, ``data-second``, ``data-winner`` and
+    ``data-best``) and, on an ask track, ``asked`` (the questions asked this arrival) and
+    ``ask-row`` (one per question, before the round it was asked in, with ``data-round``,
+    ``data-question`` and ``data-answer``, the world's stored answer).
 
     Args:
         world: The world of the row (same name and seed).
