@@ -92,7 +92,7 @@ def test_a_kill_before_the_batch_id_is_recorded_finds_the_batch(tmp_path, monkey
     """The run stops right after ``batches.create`` answered, before the id reached the state
     file: the re-run finds the batch by its input file instead of starting a second one."""
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-    config = dataclasses.replace(load_config(_batch_config(tmp_path)))
+    config = load_config(_batch_config(tmp_path))
     update = BatchState.update
 
     def killed_after_create(self, record, **fields):
@@ -101,7 +101,9 @@ def test_a_kill_before_the_batch_id_is_recorded_finds_the_batch(tmp_path, monkey
         update(self, record, **fields)
 
     with OpenAITestServer(answer=ScriptedWorld(config).http_answer) as server:
-        llm = dataclasses.replace(config.llm, base_url=server.base_url)
+        llm = dataclasses.replace(
+            config.llm, base_url=server.base_url, cache=str(tmp_path / "cache.sqlite")
+        )
         monkeypatch.setattr(BatchState, "update", killed_after_create)
         with pytest.raises(KeyboardInterrupt):
             generate(config, llm=llm, output=tmp_path / "world", progress=False, batch=True)

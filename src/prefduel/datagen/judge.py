@@ -31,7 +31,7 @@ from prefduel.datagen.calls import JudgeSettings, QuestionSpec, judge_order
 from prefduel.datagen.prompts import LABELS, parse_pick
 from prefduel.llm.logprobs import response_choice
 from prefduel.llm.request import LLMResponse
-from prefduel.llm.stages import CHUNK, Stage, StageEngine
+from prefduel.llm.stages import Stage, StageEngine
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS
 
 #: A configuration: (student, question, pair, judge condition).
@@ -165,7 +165,8 @@ class JudgeStage:
         cells = [(i, qi) for i in range(len(settings.students)) for qi in usable]
         per_cell = n_pairs * n_cfg * (1 if logprobs else settings.samples)
         self.engine.start("judge", len(cells) * per_cell)
-        group = max(1, CHUNK // per_cell)  # whole cells at a time: bounded memory
+        # whole cells at a time, as many as the engine takes at once (a wave of batches)
+        group = max(1, self.engine.chunk // per_cell)
         for start in range(0, len(cells), group):
             configs = [
                 (i, qi, j, c)

@@ -8,7 +8,8 @@
 * ``POST /v1/batches`` (``input_file_id``, ``endpoint`` ``/v1/chat/completions``,
   ``completion_window`` ``24h``) creates a batch in ``validating``; ``GET /v1/batches/{id}``
   moves it on at each retrieve: ``validating`` -> ``in_progress`` -> (after `BatchDesk.polls`
-  retrieves in progress, and never while `BatchDesk.hold` is set) ``completed``, ``expired``
+  retrieves in progress, and never while `BatchDesk.hold` is set) ``finalizing`` while its
+  lines are answered in the background -> ``completed``, ``expired``
   (`BatchDesk.expire`) or ``failed`` (a file over `BatchDesk.max_requests` lines or
   `BatchDesk.max_bytes`, or lines that are not requests); ``GET /v1/batches`` lists them, newest
   first; ``POST /v1/batches/{id}/cancel`` cancels one.
@@ -250,7 +251,10 @@ class BatchDesk:
         elif batch.status == "in_progress" and not self.hold.is_set():
             batch.polled += 1
             if batch.polled > self.polls:
-                self._finish(batch)
+                # answered in the background, as a provider does: a retrieve meanwhile says
+                # finalizing (thousands of lines must not hold up an HTTP reply)
+                batch.status = "finalizing"
+                threading.Thread(target=self._finish, args=(batch,), daemon=True).start()
         return batch
 
     def _invalid(self, data: bytes) -> dict[str, Any] | None:
@@ -275,7 +279,9 @@ class BatchDesk:
 
     def _finish(self, batch: StoredBatch) -> None:
         """Answer the lines (up to the expiry) and store the output and error files."""
-        lines = [json.loads(x) for x in self._files[batch.input_file_id].data.splitlines() if x]
+        with self._lock:
+            data = self._files[batch.input_file_id].data
+        lines = [json.loads(x) for x in data.splitlines() if x]
         limit = self.expire(batch.index, len(lines)) if self.expire is not None else None
         outputs, errors = [], []
         for number, entry in enumerate(lines):
@@ -285,12 +291,13 @@ class BatchDesk:
             status, reply = self.server.line_reply(entry["body"], batch.headers, self.faults)
             result = _line(entry, {"status_code": status, "body": reply}, None, None)
             (outputs if status == 200 else errors).append(result)
-        batch.total = len(lines)
-        batch.completed = len(outputs)
-        batch.failed = len(errors)
-        batch.status = "expired" if limit is not None and limit < len(lines) else "completed"
-        batch.output_file_id = self._store(batch, "output", outputs)
-        batch.error_file_id = self._store(batch, "error", errors)
+        with self._lock:
+            batch.total = len(lines)
+            batch.completed = len(outputs)
+            batch.failed = len(errors)
+            batch.output_file_id = self._store(batch, "output", outputs)
+            batch.error_file_id = self._store(batch, "error", errors)
+            batch.status = "expired" if limit is not None and limit < len(lines) else "completed"
 
     def _store(self, batch: StoredBatch, kind: str, lines: list[dict[str, Any]]) -> str | None:
         if not lines:
