@@ -20,6 +20,10 @@ Rows share the keys of policy rows (see `prefduel.runner.cell.run_cell`) with
 ``ref:oracle-prior-lookahead``  the same learner, each pair chosen by an exact 4-round
                                 lookahead (the pair now, then greedy play, every click
                                 outcome enumerated)
+``ref:oracle-prior-ask``        on an ask track only: ``ref:oracle-prior`` that first spends
+                                the arrival's questions, each the most informative about
+                                the particles, the answers reweighting them
+                                (`prefduel.runner.headroom_ask`)
 ==============================  =========================================================
 
 A reference that a world cannot define is still written, with an ``"undefined"`` field giving
@@ -27,7 +31,7 @@ the reason (`undefined_references`): ``ref:rater-top2`` when the rater feature g
 feature) is the same for every persona in every round (e.g. a generated world whose rater
 answers were all unusable), so that its "top two" would be chosen by tie-breaking. Its numbers
 are those of the tie-break and mean nothing; ``prefduel stats`` and the report show it as
-undefined and leave it out of their means. The two ``ref:oracle-prior*`` rows are undefined when
+undefined and leave it out of their means. The ``ref:oracle-prior*`` rows are undefined when
 some arrival has no other student in its world (its leave-one-out prior would be empty).
 """
 
@@ -41,6 +45,7 @@ from prefduel.core.btl import pairs_of, top_two
 from prefduel.core.regret import floor_regret, random_regret
 from prefduel.runner.cell import summarize
 from prefduel.runner.headroom import HORIZON, NO_OTHER_USERS, lonely_arrivals, play_oracle_prior
+from prefduel.runner.headroom_ask import play_oracle_prior_ask
 from prefduel.runner.rows import ResultRow, score_fields
 from prefduel.worlds.world import World
 
@@ -55,6 +60,8 @@ REFERENCES = (
     "ref:oracle-prior",
     "ref:oracle-prior-lookahead",
 )
+#: Reference rows of an ask track only (`prefduel.runner.headroom_ask`).
+ASK_REFERENCES = ("ref:oracle-prior-ask",)
 
 
 def pair_totals(utilities: np.ndarray) -> np.ndarray:
@@ -97,6 +104,10 @@ def reference_pairs(world: World) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     theta_pool = linear_oracle_theta(
         world.Phi.reshape(1, n * s, world.K, world.d), world.U.reshape(1, n * s, world.K)
     )[0]
+    asking = {}
+    if world.ask_budget and world.asks is not None:
+        ask_run, _ = play_oracle_prior_ask(world, theta_user, world.ask_budget)
+        asking["ref:oracle-prior-ask"] = (ask_run.first, ask_run.second)
     return {
         "ref:best-single-pair": (np.full((n, s), single[0]), np.full((n, s), single[1])),
         "ref:best-pair-per-user": (
@@ -108,6 +119,7 @@ def reference_pairs(world: World) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         "ref:rater-top2": top_two(world.Phi[..., -1]),
         "ref:oracle-prior": (greedy.first, greedy.second),
         "ref:oracle-prior-lookahead": (lookahead.first, lookahead.second),
+        **asking,
     }
 
 
@@ -125,7 +137,7 @@ def undefined_references(world: World) -> dict[str, str]:
     if np.all(np.ptp(g, axis=-1) <= 1e-12 * max(1.0, float(np.abs(g).max(initial=0.0)))):
         undefined["ref:rater-top2"] = CONSTANT_RATER
     if lonely_arrivals(world):
-        undefined.update({name: NO_OTHER_USERS for name in REFERENCES[-2:]})
+        undefined.update({name: NO_OTHER_USERS for name in (*REFERENCES[-2:], *ASK_REFERENCES)})
     return undefined
 
 

@@ -35,6 +35,7 @@ REFERENCE_LEGEND = {
     "ref:rater-top2": "the two answers the rater scores highest (no learning)",
     "ref:oracle-prior": "learns from clicks with the other users' true models as prior",
     "ref:oracle-prior-lookahead": "ref:oracle-prior choosing pairs by a 4-round lookahead",
+    "ref:oracle-prior-ask": "ref:oracle-prior that first asks its questions (most informative)",
 }
 
 

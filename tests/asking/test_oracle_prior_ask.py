@@ -1,0 +1,49 @@
+"""ref:oracle-prior-ask: the population-prior reference that first asks its questions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prefduel.runner.headroom import play_oracle_prior
+from prefduel.runner.headroom_ask import ask_by_information, play_oracle_prior_ask
+from prefduel.runner.references import linear_oracle_theta, reference_rows
+from prefduel.stats.summary import REFERENCE_LEGEND
+from prefduel.worlds import parse_world
+
+
+def test_the_question_that_tells_the_particles_apart_is_asked_first():
+    # two equally likely particles; question 0 answers the same under both, question 1
+    # (answer 1 under particle 0, answer 0 under particle 1) tells them apart
+    loglik = np.log(
+        np.array([[[[0.5, 0.5], [0.5, 0.5]], [[0.01, 0.99], [0.99, 0.01]]]])
+    )  # (N=1, Q=2, M=2, A=2)
+    log_w, asked = ask_by_information(np.zeros((1, 2)), loglik, np.array([[0, 1]]), budget=1)
+    assert asked.tolist() == [[1]]
+    weights = np.exp(log_w - log_w.max())
+    assert weights[0, 0] / weights[0].sum() == pytest.approx(0.99)
+
+
+def test_questions_are_never_asked_twice():
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=(4, 5, 6))  # (N, Q, M, A)
+    _, asked = ask_by_information(np.zeros((4, 6)), np.log(probs), np.zeros((4, 5), int), 5)
+    assert all(len(set(row)) == 5 for row in asked.tolist())
+
+
+def test_with_no_question_it_is_the_population_reference():
+    world = parse_world("dev+ask2").make(1)
+    theta = linear_oracle_theta(world.Phi, world.U)
+    plain = play_oracle_prior(world, theta)
+    asking, asked = play_oracle_prior_ask(world, theta, 0)
+    assert asked.shape == (world.N, 0)
+    np.testing.assert_array_equal(asking.first, plain.first)
+    np.testing.assert_array_equal(asking.second, plain.second)
+
+
+def test_the_row_is_on_ask_tracks_only_and_questions_pay():
+    plain = {r["policy"]: r["score"] for r in reference_rows(parse_world("dev").make(0))}
+    track = {r["policy"]: r["score"] for r in reference_rows(parse_world("dev+ask2").make(0))}
+    assert "ref:oracle-prior-ask" not in plain
+    assert track["ref:oracle-prior-ask"] > track["ref:oracle-prior"]
+    assert "ref:oracle-prior-ask" in REFERENCE_LEGEND
