@@ -9,9 +9,9 @@ section of the report's document (`ask_section`, listed in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prefduel.core.document import Block, Paragraph, Section
 from prefduel.stats.ask_tables import (
@@ -25,7 +25,24 @@ from prefduel.stats.asking import LAM_MAX, never_asked, priced_scores, track_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from prefduel.report.data import ReportInput
-    from prefduel.report.html import Page
+    from prefduel.report.drawing import SavedFigure
+
+
+class Page(Protocol):
+    """What the section reads of the report's page (`prefduel.report.html.Page`, which lists
+    this section in its ``SECTIONS``, so it is not imported here)."""
+
+    figures: Mapping[str, SavedFigure]
+    colors: Mapping[str, str]
+    asks: AskReport | None
+
+    def label(self, policy: str) -> str:
+        """What the page calls ``policy``."""
+        ...
+
+    def missing_figure(self, fallback: str) -> list[Block]:
+        """The note standing where a figure would be."""
+        ...
 
 ASK_LEAD = (
     "A world on an ask track B lets a policy ask each student up to B preference questions "
