@@ -76,7 +76,7 @@ def observe_answer(
         ``(C,)`` each Gaussian's log evidence of the answer (Laplace approximation).
     """
     if kind == "least":
-        return np.array([_observe_least(features, answer, mu[c], sigma[c]) for c in range(len(mu))])
+        return _observe_least(features, answer, mu, sigma)
     grad_hess = _pair_terms if kind == "pair" else _level_terms
     return np.array(
         [_observe_rank_one(features, answer, grad_hess, mu[c], sigma[c]) for c in range(len(mu))]
@@ -120,28 +120,36 @@ def _observe_rank_one(z, answer, terms, mu, sigma) -> float:
     return loglik - (u - m) ** 2 / (2 * s) - 0.5 * np.log1p(curv * s)
 
 
-def _observe_least(utility, answer, mu, sigma) -> float:
-    """Laplace step for a ``least`` answer by Newton in theta (the softmax is concave)."""
-    d = mu.size
-    precision = np.linalg.inv(sigma)
+def _observe_least(utility, answer, mu, sigma) -> np.ndarray:
+    """Laplace step for a ``least`` answer on every component at once, by Newton in theta
+    (the log softmax is concave); returns each component's log evidence."""
+    precision = np.linalg.inv(sigma)  # (C, d, d)
     theta = mu.copy()
+    chosen = np.eye(utility.shape[0])[answer]
     for _ in range(NEWTON_STEPS):
-        probs = least_probabilities(utility @ theta)
-        grad = utility.T @ (probs - np.eye(len(probs))[answer]) - precision @ (theta - mu)
-        hess = utility.T @ (np.diag(probs) - np.outer(probs, probs)) @ utility
-        step = np.linalg.solve(precision + hess, grad)
+        probs, hess = _least_terms(utility, theta)
+        grad = (probs - chosen) @ utility - np.einsum("cij,cj->ci", precision, theta - mu)
+        step = np.linalg.solve(precision + hess, grad[..., None])[..., 0]
         theta += step
         if np.abs(step).max() < TOLERANCE:
             break
-    probs = least_probabilities(utility @ theta)
-    hess = utility.T @ (np.diag(probs) - np.outer(probs, probs)) @ utility
+    probs, hess = _least_terms(utility, theta)
     delta = theta - mu
-    _, logdet = np.linalg.slogdet(np.eye(d) + sigma @ hess)
+    _, logdet = np.linalg.slogdet(np.eye(mu.shape[1]) + sigma @ hess)
     new_sigma = np.linalg.inv(precision + hess)
     mu[:] = theta
-    sigma[:] = 0.5 * (new_sigma + new_sigma.T)
-    loglik = np.log(max(probs[answer], 1e-300))
-    return float(loglik - 0.5 * delta @ precision @ delta - 0.5 * logdet)
+    sigma[:] = 0.5 * (new_sigma + np.swapaxes(new_sigma, 1, 2))
+    loglik = np.log(np.maximum(probs[:, answer], 1e-300))
+    return loglik - 0.5 * np.einsum("ci,cij,cj->c", delta, precision, delta) - 0.5 * logdet
+
+
+def _least_terms(utility: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The softmax ``(C, K)`` of ``-utility theta`` and minus the log likelihood's Hessian in
+    theta ``(C, d, d)``: ``U' (diag p - p p') U``."""
+    probs = least_probabilities(theta @ utility.T)
+    mean = probs @ utility  # (C, d)
+    hess = np.einsum("ck,kd,ke->cde", probs, utility, utility)
+    return probs, hess - np.einsum("cd,ce->cde", mean, mean)
 
 
 def mixture_draws(
@@ -157,12 +165,17 @@ def mixture_draws(
 def information_gain(kinds: list[str], features: list[np.ndarray], theta: np.ndarray) -> np.ndarray:
     """``(Q,)`` mutual information (nats) between each question's answer and theta, estimated
     on the draws ``theta`` (n, d): the entropy of the averaged answer distribution minus the
-    average entropy of the answer given theta."""
+    average entropy of the answer given theta. Questions of one kind are valued together."""
     out = np.empty(len(kinds))
-    for q, (kind, feats) in enumerate(zip(kinds, features, strict=True)):
-        probs = answer_probabilities(kind, feats, theta)
-        average = probs.mean(axis=0)
-        out[q] = _entropy(average) - _entropy(probs).mean()
+    for kind in set(kinds):
+        index = [q for q, k in enumerate(kinds) if k == kind]
+        if kind == "least":  # (n, Q, K): each question's utilities
+            latent = np.einsum("nd,qkd->nqk", theta, np.stack([features[q] for q in index]))
+            probs = least_probabilities(latent)
+        else:
+            latent = theta @ np.stack([features[q] for q in index]).T  # (n, Q)
+            probs = pair_probabilities(latent) if kind == "pair" else level_probabilities(latent)
+        out[index] = _entropy(probs.mean(axis=0)) - _entropy(probs).mean(axis=0)
     return out
 
 
