@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from prefduel.core.document import Paragraph, Table
-from prefduel.runner.references import REFERENCES
+from prefduel.runner.references import ASK_REFERENCES, REFERENCES
 from prefduel.stats.paired import paired_gains
 from prefduel.stats.sections import StatsOptions, format_curves, format_gains
 from prefduel.stats.summary import REFERENCE_LEGEND, summary_report
@@ -168,7 +168,7 @@ def test_run_summary_legend_explains_units_samples_and_the_references_shown():
 
 
 def test_every_reference_has_a_legend_line():
-    assert set(REFERENCE_LEGEND) == set(REFERENCES)
+    assert set(REFERENCE_LEGEND) == {*REFERENCES, *ASK_REFERENCES}
     assert all(len(f"  {name:<28}{text}") <= 100 for name, text in REFERENCE_LEGEND.items())
 
 

@@ -33,12 +33,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prefduel.llm.testfaults import Fault, FaultSchedule
 
-if TYPE_CHECKING:
-    from prefduel.llm.testserver import OpenAITestServer
+
+class LineAnswerer(Protocol):
+    """What a `BatchDesk` needs of its server (`OpenAITestServer.line_reply`): the reply to
+    one batch line, answered as an online call of the same body would be."""
+
+    def line_reply(
+        self, body: dict[str, Any], headers: Mapping[str, str], faults: Any
+    ) -> tuple[int, Any]: ...
 
 #: OpenAI's limits on one batch input file.
 MAX_REQUESTS = 50_000
@@ -130,7 +136,7 @@ class BatchDesk:
         uploaded_lines: Request lines uploaded in ``batch`` files so far.
     """
 
-    def __init__(self, server: OpenAITestServer) -> None:
+    def __init__(self, server: LineAnswerer) -> None:
         self.server = server
         self.polls = 1
         self.hold = threading.Event()
