@@ -88,6 +88,7 @@ class CODuelAsk(CODuel):
         super().start_student()
         self.clicks_only = LaplaceBelief.isotropic(self.d, self.prior_var)
         self.asked: set[int] = set()
+        self._session: tuple[np.ndarray, list[np.ndarray]] | None = None
 
     # -- asking ------------------------------------------------------------------------------
 
@@ -98,9 +99,9 @@ class CODuelAsk(CODuel):
         candidates = [q for q in range(len(self.questions)) if q not in self.asked]
         if not candidates:
             return None
-        utility = self._utility_map()
+        utility, features = self._session_features()
         kinds = [self.questions[q]["kind"] for q in candidates]
-        feats = [self._features(q, utility) for q in candidates]
+        feats = [features[q] for q in candidates]
         weights, mu, sigma = self._asking_belief()
         theta = model.mixture_draws(weights, mu, sigma, self.draws, self.rng)
         if self.value == "info":
@@ -116,7 +117,7 @@ class CODuelAsk(CODuel):
     def answer(self, question: int, value: int) -> None:
         """Add the answer to the mixture (weights by evidence) and to the no-transfer learner."""
         kind = self.questions[question]["kind"]
-        feats = self._features(question, self._utility_map())
+        feats = self._session_features()[1][question]
         belief = self.belief
         evidence = model.observe_answer(kind, feats, int(value), belief.mu, belief.sigma)
         belief.log_weight = belief.log_weight + evidence
@@ -134,17 +135,23 @@ class CODuelAsk(CODuel):
             return weights, self.belief.mu[keep], self.belief.sigma[keep]
         return np.ones(1), self.solo.mu[None], self.solo.sigma[None]
 
-    def _utility_map(self) -> np.ndarray:
-        """``M`` (K, d) under the current recalibration: the mean rater score of each persona
-        over the recent questions (none yet: 0)."""
-        gbar = None
-        if self.layout_ok and self._bank_len:
-            bank = self._bank_buf[self._bank_start : self._bank_start + self._bank_len]
-            gbar = bank[:, :, -1].mean(axis=0)
-        return model.utility_map(self.K, self.d, gbar)
+    def _session_features(self) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``M`` (K, d) and every question's features, once per session (questions are asked
+        before the first duel, so the recent questions and the map do not change meanwhile).
 
-    def _features(self, question: int, utility: np.ndarray) -> np.ndarray:
-        return model.question_features(self.questions[question], utility, self.answer_noise)
+        ``M`` is under the current recalibration: the mean rater score of each persona over
+        the recent questions (none yet: 0)."""
+        if self._session is None:
+            gbar = None
+            if self.layout_ok and self._bank_len:
+                bank = self._bank_buf[self._bank_start : self._bank_start + self._bank_len]
+                gbar = bank[:, :, -1].mean(axis=0)
+            utility = model.utility_map(self.K, self.d, gbar)
+            features = [
+                model.question_features(q, utility, self.answer_noise) for q in self.questions
+            ]
+            self._session = (utility, features)
+        return self._session
 
     # -- the population learns from clicks only -----------------------------------------------
 
