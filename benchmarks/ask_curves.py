@@ -70,9 +70,12 @@ def measure_seed(task: tuple) -> list[dict]:
         theta = references.linear_oracle_theta(plain.Phi, plain.U)
         run = headroom.play_oracle_prior(plain, theta, horizon=headroom.HORIZON, past_only=True)
         add(0, ONLINE, summarize(plain, run.first, run.second), 0.0)
-        for name, (first, second) in headroom_recal.recal_pairs(plain).items():
-            if name == ONLINE_RECAL:
-                add(0, name, summarize(plain, first, second), 0.0)
+        if headroom_recal.recal_layout(plain):
+            x = headroom_recal.fixed_features(plain)
+            stats_ = headroom_recal.MapStats.of(x, plain.Phi[..., -1], plain.U)
+            maps = headroom_recal.online_maps(stats_, plain.student_index)
+            run = headroom_recal.play_online_recal(plain, x, maps, headroom.HORIZON)
+            add(0, ONLINE_RECAL, summarize(plain, run.first, run.second), 0.0)
         for spec in click_policies:
             start = time.process_time()
             add(0, spec, run_cell(plain, spec), time.process_time() - start)
