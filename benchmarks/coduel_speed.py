@@ -10,6 +10,7 @@ the same way in the same invocation. Compiled kernels are used when numba is ins
     python benchmarks/coduel_speed.py                        # 350-arrival rosters, seed 0
     python benchmarks/coduel_speed.py --sizes 150,300,600,1200,10000 --full-upto 1200
     python benchmarks/coduel_speed.py --rosters dev --spec coduel:pair=greedy
+    python benchmarks/coduel_speed.py --spec coduel-ask --ask-budget 2 --sizes 150,300,600,1200
 
 ``--sizes`` builds ``dev`` with N arrivals (the roster API: `dataclasses.replace` of its
 `Roster`, as the files in ``benchmarks/rosters/`` do) and prints the cost-vs-N table: CPU per
@@ -29,8 +30,12 @@ ROSTERS_350 = "control-unstructured,control-scrambled,test-profiles,test-quirky"
 FULL_REFIT = "coduel:em=full,recal_growth=0"
 
 
-def _one_run(args: tuple[str, int, int | None, str]) -> tuple[float, float, float, float]:
-    roster, seed, arrivals, spec = args
+#: Questions per arrival of the runs (``--ask-budget``; 0: the benchmark without questions).
+ASK_BUDGET = {"value": 0}
+
+
+def _one_run(args: tuple[str, int, int | None, str, int]) -> tuple[float, float, float, float]:
+    roster, seed, arrivals, spec, budget = args
     start_process = time.perf_counter()
     from dataclasses import replace
 
@@ -44,6 +49,8 @@ def _one_run(args: tuple[str, int, int | None, str]) -> tuple[float, float, floa
         world = get_world(roster, seed, allow_test=True)
     else:
         world = generate_world(replace(get_roster(roster), arrivals=arrivals), seed)
+    if budget:
+        world = replace(world, ask_budget=budget)  # the world's ask track
     with threadpool_limits(limits=1):
         start, cpu_start = time.perf_counter(), time.process_time()
         run_cell(world, spec)
@@ -60,7 +67,7 @@ def measure(
     inflate; on an idle one wall and CPU agree)."""
     ctx = mp.get_context("spawn")
     with ctx.Pool(1) as pool:
-        return pool.apply(_one_run, ((roster, seed, arrivals, spec),))
+        return pool.apply(_one_run, ((roster, seed, arrivals, spec, ASK_BUDGET["value"]),))
 
 
 def rosters_table(rosters: list[str], seed: int, spec: str) -> None:
@@ -108,7 +115,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spec", default="coduel")
     parser.add_argument("--warm", action="store_true", help="compile the kernels first")
+    parser.add_argument(
+        "--ask-budget", type=int, default=0, help="questions per arrival (an ask track)"
+    )
     args = parser.parse_args()
+    ASK_BUDGET["value"] = args.ask_budget
     if args.warm:
         measure("dev", args.seed, args.spec, 60)
     rosters = [r for r in args.rosters.split(",") if r]
