@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prefduel.runner.headroom import HORIZON, play_oracle_prior, prior_log_weights
+from prefduel.runner.headroom import HORIZON, PriorRun, play_oracle_prior, prior_log_weights
 from prefduel.worlds.world import World
 
 #: The recalibration-aware online rows, in the order `recal_pairs` returns them.
@@ -205,13 +205,13 @@ def online_maps(stats: MapStats, student_index: np.ndarray) -> np.ndarray:
     return maps
 
 
-def play_online_recal(world: World, x: np.ndarray, maps: np.ndarray, horizon: int):
+def play_online_recal(world: World, x: np.ndarray, maps: np.ndarray, horizon: int) -> PriorRun:
     """Replay ``world`` with the past-only population prior under per-arrival maps: arrival
     ``n`` sees its features through ``maps[n]`` and its prior holds the earlier users'
     least-squares weights under ``maps[n]``.
 
     Returns:
-        The `headroom.PriorRun` of `headroom.play_oracle_prior`.
+        The shown pairs, clicks and final posterior (as `headroom.play_oracle_prior`).
     """
     g = world.Phi[..., -1]
     phi = np.stack([features(x[a], g[a], maps[a]) for a in range(world.N)])
