@@ -29,8 +29,9 @@ recalibration fits), fitted for each arrival on the earlier users only
 (``online:oracle-prior-recal``, greedy, and ``online:oracle-prior-lookahead-recal``), fitted
 in hindsight on every user (``online:oracle-prior-lookahead-recal-hindsight``), and with
 persona-by-question-kind indicators (``online:oracle-prior-lookahead-recal-kind``), each
-against the policies with paired intervals (about 5-8 s of CPU per 350-arrival world-seed
-more; ``--no-recal`` leaves them out).
+against the policies with paired intervals (about 10-11 s more CPU per 350-arrival
+world-seed, measured on a shared 2-core machine under load, 4.5-4.7x all the references;
+``--no-recal`` leaves them out).
 
     python benchmarks/headroom.py --rosters dev --seeds 0-31 --horizons 2,3,4,5,6
     python benchmarks/headroom.py --rosters dev --seeds 0-31 --policies coduel,notransfer --online
