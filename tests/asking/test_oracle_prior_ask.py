@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prefduel.runner.headroom import play_oracle_prior
+from prefduel.runner.headroom import NO_OTHER_USERS, play_oracle_prior
 from prefduel.runner.headroom_ask import ask_by_information, play_oracle_prior_ask
-from prefduel.runner.references import linear_oracle_theta, reference_rows
+from prefduel.runner.references import linear_oracle_theta, reference_rows, undefined_references
 from prefduel.stats.summary import REFERENCE_LEGEND
 from prefduel.worlds import parse_world
 
@@ -47,3 +47,13 @@ def test_the_row_is_on_ask_tracks_only_and_questions_pay():
     assert "ref:oracle-prior-ask" not in plain
     assert track["ref:oracle-prior-ask"] > track["ref:oracle-prior"]
     assert "ref:oracle-prior-ask" in REFERENCE_LEGEND
+
+
+def test_a_track_of_one_student_leaves_the_asking_reference_undefined():
+    world = parse_world("dev+ask2").make(0)
+    world.student_index[:] = 2  # nobody else to learn from
+    undefined = undefined_references(world)
+    assert undefined["ref:oracle-prior-ask"] == NO_OTHER_USERS
+    plain = parse_world("dev").make(0)
+    plain.student_index[:] = 2
+    assert "ref:oracle-prior-ask" not in undefined_references(plain)

@@ -137,7 +137,8 @@ def undefined_references(world: World) -> dict[str, str]:
     if np.all(np.ptp(g, axis=-1) <= 1e-12 * max(1.0, float(np.abs(g).max(initial=0.0)))):
         undefined["ref:rater-top2"] = CONSTANT_RATER
     if lonely_arrivals(world):
-        undefined.update({name: NO_OTHER_USERS for name in (*REFERENCES[-2:], *ASK_REFERENCES)})
+        asking = ASK_REFERENCES if world.ask_budget and world.asks is not None else ()
+        undefined.update({name: NO_OTHER_USERS for name in (*REFERENCES[-2:], *asking)})
     return undefined
 
 
