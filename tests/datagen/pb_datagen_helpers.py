@@ -45,14 +45,21 @@ def tiny_config(tmp_path: Path, **overrides: Any) -> DatagenConfig:
 
 
 def expected_calls(config: DatagenConfig) -> dict[str, int]:
-    """Calls per stage of a run without malformed answers."""
+    """Calls per stage of a run without malformed answers (with the ask stages when the
+    students are asked: a level question per style dimension, a pair question per persona
+    pair, a least question per kind)."""
     q, k, i = config.n_questions, config.K, len(config.students)
-    return {
+    calls = {
         "questions": q,
         "answers": q * k,
         "rater": q,
         "judge": i * q * (k * (k - 1) // 2) * 4 * config.samples,
     }
+    if config.asks:
+        m = len(config.style)
+        calls["loadings"] = m
+        calls["asks"] = i * (m + k * (k - 1) // 2 + len(config.kinds))
+    return calls
 
 
 def cache_rows(path: Path | str) -> int:

@@ -25,6 +25,7 @@ def _config(tmp_path, **batch):
         topics=[{"id": "limits", "subject": "math", "chains": [{"concept": "limits"}]}],
         world={"arrivals": 4, "rounds": 3},
         batch={"poll": 0.01, **batch},
+        asks=False,  # the four stages' batches (the ask stages': test_datagen_asks)
     )
     llm = dataclasses.replace(config.llm, backend="openai", api_key_env=KEY_ENV, timeout=5)
     return dataclasses.replace(config, llm=llm)

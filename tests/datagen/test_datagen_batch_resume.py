@@ -30,6 +30,7 @@ def _batch_config(tmp_path):
     path = write_server_config(tmp_path / "server.yaml", "server")
     data = yaml.safe_load(path.read_text())
     data["batch"] = {"poll": 0.02}
+    data["asks"] = False  # the four stages' batches (the ask stages': test_datagen_asks)
     path.write_text(yaml.safe_dump(data))
     return path
 

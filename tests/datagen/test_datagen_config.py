@@ -48,7 +48,11 @@ def test_each_stage_gets_its_own_part_of_the_config(tmp_path):
     world = stages.world
     assert (world.min_valid, world.bt_ridge, world.arrivals, world.rounds) == (0.7, 0.5, 8, 6)
     assert stages.models() == {
-        "question": "m-default", "answer": "m-default", "rater": "m-default", "judge": "m-judge"
+        "question": "m-default",
+        "answer": "m-default",
+        "rater": "m-default",
+        "judge": "m-judge",
+        "student": "m-judge",  # the students answer preference questions as the judge
     }
     assert (stages.run.students, stages.run.questions, stages.run.personas) == (2, 6, 6)
     assert stages.run.record == config.to_json()

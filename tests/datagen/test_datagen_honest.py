@@ -163,10 +163,12 @@ def test_an_incomplete_run_writes_its_summary_and_malformed_answers(tmp_path):
     assert not result.complete and result.world is None
     extra = tmp_path / "world" / "datagen"
     summary = json.loads((extra / "summary.json").read_text())
-    assert summary["complete"] is False and summary["failed_calls"] == result.stage("rater").failed
+    # the rater's calls fail, and so do its scores of the style dimensions (the loadings)
+    failed = result.stage("rater").failed + result.stage("loadings").failed
+    assert summary["complete"] is False and summary["failed_calls"] == failed
     assert (extra / "malformed.jsonl").exists()
     failures = [json.loads(line) for line in (extra / "failures.jsonl").read_text().splitlines()]
-    assert len(failures) == result.stage("rater").failed and failures[0]["stage"] == "rater"
+    assert len(failures) == failed and failures[0]["stage"] == "rater"
     assert not (tmp_path / "world" / "world.json").exists()
     assert "datagen/summary.json" in result.summary()
 

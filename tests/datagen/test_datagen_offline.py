@@ -11,6 +11,7 @@ from pb_datagen_helpers import SMALL, cache_rows, expected_calls, tiny_config
 
 from prefduel.cli.main import main
 from prefduel.datagen import (
+    ASK_STAGES,
     STAGES,
     ScriptedWorld,
     estimate,
@@ -46,7 +47,8 @@ def test_cli_builds_the_example_world_and_the_runner_scores_it(tmp_path, capsys)
     # the dry run now finds every call in the cache
     assert main(["datagen", str(SMALL), "--dry-run", "--format", "json", *common]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert plan["total"]["calls"] == 11_712 and plan["total"]["to_send"] == 0
+    # the four stages' 11,712, then 8 style loadings and 2 students x 26 preference questions
+    assert plan["total"]["calls"] == 11_712 + 8 + 2 * 26 and plan["total"]["to_send"] == 0
 
     results = tmp_path / "results.jsonl"
     run = ["run", "--worlds", str(world_dir), "--policies", "random,notransfer", "--seeds", "0-1"]
@@ -77,7 +79,8 @@ def test_dry_run_counts_equal_the_calls_made(tmp_path):
     expected = expected_calls(config)
     assert {s.stage: s.calls for s in before.stages} == expected
     assert all(s.cached == 0 for s in before.stages)
-    assert [s.exact for s in before.stages] == [True, False, False, False]
+    # the ask stages' prompts need no earlier answer: exact
+    assert [s.exact for s in before.stages] == [True, False, False, False, True, True]
     assert before.total.prompt_tokens > 0 and before.total.cost == 0  # scripted: free
     assert "~" in before.format()
 
@@ -89,7 +92,7 @@ def test_dry_run_counts_equal_the_calls_made(tmp_path):
 
     after = estimate(config)
     assert all(s.exact and s.cached == s.calls and s.to_send == 0 for s in after.stages)
-    assert [s.calls for s in after.stages] == [expected[s] for s in STAGES]
+    assert [s.calls for s in after.stages] == [expected[s] for s in (*STAGES, *ASK_STAGES)]
 
     again = generate(config, progress=False)  # everything from the cache, nothing sent
     assert all(s.sent == 0 and s.cached == s.calls for s in again.stages)
@@ -110,19 +113,25 @@ def test_malformed_answers_are_counted_reported_and_retried(tmp_path):
     assert rater.malformed > 0 and rater.retried == rater.malformed - rater.unusable
     assert rater.calls == config.n_questions + rater.retried
     logged = [json.loads(line) for line in (result.output / "datagen" / "malformed.jsonl").open()]
+    loadings = result.stage("loadings")  # the rater's scores of the style dimensions
     assert Counter(m["stage"] for m in logged) == {
         "judge": judge.malformed,
         "rater": rater.malformed,
+        "loadings": loadings.malformed,
     }
     assert all("text" in m and "sample" in m for m in logged)
     text = result.summary()
     assert f"{judge.malformed:,d} missing (malformed)" in text
     assert "malformed answers:" in text
     summary = json.loads((result.output / "datagen" / "summary.json").read_text())
-    assert summary["malformed"] == {"judge": judge.malformed, "rater": rater.malformed}
+    assert summary["malformed"] == {
+        "judge": judge.malformed,
+        "rater": rater.malformed,
+        "loadings": loadings.malformed,
+    }
     # the dry run of the same config knows the cached malformed answers and their retries
     plan = estimate(config)
-    assert [s.to_send for s in plan.stages] == [0, 0, 0, 0]
+    assert [s.to_send for s in plan.stages] == [0] * 6
     assert plan.stages[2].calls == rater.calls
 
 

@@ -105,7 +105,7 @@ def test_model_name_fingerprints_the_hidden_truth(tmp_path):
     slower = dataclasses.replace(config, scripted=dataclasses.replace(config.scripted, latency=0.5))
     assert scripted_model_name(slower) == name
     assert split_config(config, scripted=True).models() == dict.fromkeys(
-        ("question", "answer", "rater", "judge"), name
+        ("question", "answer", "rater", "judge", "student"), name
     )
     assert split_config(config).models()["judge"] == "gpt-4o-mini"
 

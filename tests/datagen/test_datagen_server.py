@@ -57,7 +57,8 @@ def test_pipeline_completes_through_faults_and_keeps_the_key_secret(tmp_path, mo
     config = _config(tmp_path)
     expected = expected_calls(config)
     total = sum(expected.values())
-    assert total == 3 + 9 + 3 + 2 * 3 * 3 * 4
+    # the four stages, then 8 style loadings and 2 students x (8 level + 3 pair + 3 least)
+    assert total == 3 + 9 + 3 + 2 * 3 * 3 * 4 + 8 + 2 * (8 + 3 + 3)
     faults = random_faults(0.35, FAULTS, seed=11, max_faulty_attempts=2)
     with OpenAITestServer(answer=ScriptedWorld(config).http_answer, faults=faults) as server:
         backend = OpenAIBackend(server.base_url, api_key_env=KEY_ENV, timeout=0.5)
@@ -201,7 +202,7 @@ def test_an_endpoint_that_echoes_the_key_gets_it_written_nowhere(tmp_path, monke
     assert result.complete, result.summary()
     out = result.output
     assert out is not None and (out / "world.json").is_file()
-    assert {m["stage"] for m in result.malformed} == {"judge", "rater"}
+    assert {m["stage"] for m in result.malformed} == {"judge", "rater", "loadings"}
     echo = "[echo Authorization: Bearer [REDACTED]; token: [REDACTED]]"
     for name in ("world.json", "datagen/questions.jsonl", "datagen/malformed.jsonl"):
         assert echo in (out / name).read_text(encoding="utf-8"), name

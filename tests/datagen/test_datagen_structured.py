@@ -81,7 +81,8 @@ def test_the_same_world_whatever_the_server_does_with_the_schema(tmp_path, plain
     assert judge.failed == 0 and "structured output" in result.summary()
     formats = [r.body["response_format"] for r in received if "response_format" in r.body]
     names = {f["json_schema"]["name"] for f in formats if f["type"] == "json_schema"}
-    assert names == {"pick", "scores"}
+    # the students answer preference questions with the judge's settings: structured too
+    assert names == {"pick", "scores", "level_answer", "pair_answer", "least_answer"}
 
 
 def test_choice_mode_is_a_bare_enum_and_prose_can_be_wrapped(tmp_path, plain_world):
@@ -94,7 +95,12 @@ def test_choice_mode_is_a_bare_enum_and_prose_can_be_wrapped(tmp_path, plain_wor
         for r in received
         if "enum" in str(r.body.get("response_format"))
     ]
-    assert enums and all(s == {"type": "string", "enum": ["A", "B"]} for s in enums)
+    # the judge picks A or B; the students (the judge's settings) pick their questions' labels
+    assert {tuple(s["enum"]) for s in enums} == {
+        ("A", "B"),
+        ("0", "1", "2", "3", "4"),
+        tuple(str(i + 1) for i in range(result.world.K)),
+    }
     assert result.stage("answers").structured == result.stage("answers").calls
 
 

@@ -73,13 +73,25 @@ def test_a_rerun_with_a_fixed_judge_sends_only_the_judges_calls(tmp_path, monkey
         broken = dataclasses.replace(_with_judge(config, "gpt-4o"), llm=llm)
         with pytest.raises(DatagenError, match="only 0 of"):
             generate(broken, progress=False)
-        assert cache_rows(config.llm.cache) == sum(calls.values())
+        # the broken model plays the students too: each answer malformed, asked again
+        retried = config.ask_retries * calls["asks"]
+        assert cache_rows(config.llm.cache) == sum(calls.values()) + retried
         result = generate(dataclasses.replace(_with_judge(config, "gpt-4o-mini"), llm=llm),
                           progress=False)
     assert result.complete and result.world is not None
     sent = {s.stage: s.sent for s in result.stages}
-    assert sent == {"questions": 0, "answers": 0, "rater": 0, "judge": calls["judge"]}
-    assert cache_rows(config.llm.cache) == sum(calls.values()) + calls["judge"]
+    # the students answer preference questions with the judge's model: asked again too
+    assert sent == {
+        "questions": 0,
+        "answers": 0,
+        "rater": 0,
+        "judge": calls["judge"],
+        "loadings": 0,
+        "asks": calls["asks"],
+    }
+    assert cache_rows(config.llm.cache) == (
+        sum(calls.values()) + retried + calls["judge"] + calls["asks"]
+    )
 
 
 def test_the_share_of_valid_picks_is_a_setting(tmp_path):

@@ -61,6 +61,7 @@ from prefduel.datagen.config import (
 )
 from prefduel.datagen.errors import WorldRefusedError
 from prefduel.datagen.pipeline import (
+    ASK_STAGES,
     STAGES,
     DatagenPlan,
     DatagenResult,
@@ -88,6 +89,7 @@ from prefduel.datagen.settings import (
 )
 
 __all__ = [
+    "ASK_STAGES",
     "STAGES",
     "AnswerSettings",
     "DatagenConfig",

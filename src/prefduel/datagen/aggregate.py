@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from prefduel.core.rng import stream
+from prefduel.worlds.asking import AskBank
 from prefduel.worlds.tutorsim import JUDGE_CONFIGS, bt_utilities, judge_probabilities
 from prefduel.worlds.world import World
 
@@ -156,6 +157,7 @@ def assemble_world(
     questions: Sequence[dict[str, Any]],
     personas: Sequence[dict[str, Any]],
     info: dict[str, Any],
+    asks: AskBank | None = None,
 ) -> World:
     """The world of the judged cells laid out into arrivals.
 
@@ -172,6 +174,7 @@ def assemble_world(
         questions: Q question records.
         personas: K persona records.
         info: Free-form metadata.
+        asks: The preference questions and every arrival's answers (None: not askable).
 
     Returns:
         A validated World with ``Phi (N, S, K, K + 1)``.
@@ -195,6 +198,7 @@ def assemble_world(
         questions=list(questions),
         personas=list(personas),
         info=info,
+        asks=asks,
     )
     world.validate(where=f"generated world {name!r}")
     return world

@@ -13,6 +13,7 @@ A config is YAML (see ``examples/small.yaml``)::
       default: gpt-4o-mini
       judge: {model: gpt-4o-mini, temperature: 1.0, max_tokens: 4}
     samples: 4                      # judge samples per (pair, display order, label assignment)
+    asks: {enabled: true}           # students answer preference questions (retries: 2)
     judge: {mode: samples}          # or logprobs: one call per configuration, P from top_logprobs;
                                     # min_valid: 0.5 (share of valid picks a world needs)
     personas: builtin               # TutorSim's six personas; or a list; or {file: ..., take: ...}
@@ -74,6 +75,7 @@ from prefduel.datagen.config_file import (
     ROLES,
     SCRIPTED_PARAMS,
     STRUCTURED_JUDGE_TOKENS,
+    AsksSection,
     BtSection,
     ConfigFile,
     JudgeSection,
@@ -139,6 +141,9 @@ class DatagenConfig:
         top_logprobs: Alternatives asked for per token in ``logprobs`` mode.
         judge_min_valid: Share of the judge's picks that must be valid for a world to be built
             (``judge: {min_valid: ...}``).
+        asks: The students answer preference questions, so the world can be asked
+            (`prefduel.datagen.asks`; ``asks: {enabled: ...}``).
+        ask_retries: Extra tries of a malformed answer to a preference question.
         cues_per_question: Cues drawn for each (topic, chain, kind): questions =
             topics x chains x kinds x cues_per_question.
         retries: Role -> extra tries (next sample indices) for malformed answers.
@@ -168,6 +173,8 @@ class DatagenConfig:
     judge_mode: str = "samples"
     top_logprobs: int = 5
     judge_min_valid: float = DEFAULT_MIN_VALID
+    asks: bool = True
+    ask_retries: int = 2
     cues_per_question: int = 1
     retries: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RETRIES))
     rater_scale: tuple[float, float] = (1.0, 10.0)
@@ -216,6 +223,7 @@ class DatagenConfig:
             },
             "samples": self.samples,
             **({"judge": self._judge_json()} if self._judge_json() else {}),
+            "asks": {"enabled": self.asks, "retries": self.ask_retries},
             "cues_per_question": self.cues_per_question,
             "retries": dict(self.retries),
             "rater_scale": list(self.rater_scale),
@@ -366,12 +374,17 @@ def _check_rounds(config: DatagenConfig, where: Where) -> None:
 def _settings(top: ConfigFile, n_cues: int, where: Where) -> dict[str, Any]:
     """The config's fields from the sections other than the collections and ``llm``."""
     judge = top.judge or JudgeSection()
+    asks = top.asks if isinstance(top.asks, AsksSection) else AsksSection(
+        enabled=top.asks is not False
+    )
     return {
         "models": _models(top.models, where),
         "samples": top.samples,
         "judge_mode": judge.mode,
         "top_logprobs": judge.top_logprobs,
         "judge_min_valid": judge.min_valid,
+        "asks": asks.enabled,
+        "ask_retries": asks.retries,
         "cues_per_question": _cues_per_question(top.questions, n_cues, where),
         "retries": (top.retries or RetriesSection()).model_dump(),
         "rater_scale": (top.rater or RaterSection()).scale,

@@ -203,6 +203,14 @@ class RetriesSection(_Section):
     judge: Retries = DEFAULT_RETRIES["judge"]
 
 
+class AsksSection(_Section):
+    """``asks``: whether the students answer the preference questions (`prefduel.datagen.asks`)
+    and the extra tries of a malformed answer."""
+
+    enabled: bool = True
+    retries: Retries = 2
+
+
 class JudgeSection(_Section):
     """``judge``: how the pick probability of each (pair, display order, label assignment) is
     measured: ``samples`` picks at the judge's temperature (default), or ``logprobs``: one call
@@ -304,6 +312,7 @@ class ConfigFile(_Section):
     samples: Annotated[Integer, Field(ge=1, le=MAX_SAMPLES)] = 4
     retries: RetriesSection | None = None
     judge: JudgeSection | None = None
+    asks: AsksSection | bool | None = None  # a bool: asks: {enabled: ...}
     style: Any = "builtin"  # collections: see prefduel.datagen.collections
     personas: Any = "builtin"
     kinds: Any = "builtin"
@@ -328,6 +337,7 @@ __all__ = [
     "ROLES",
     "SCRIPTED_PARAMS",
     "STRUCTURED_JUDGE_TOKENS",
+    "AsksSection",
     "BtSection",
     "ConfigFile",
     "JudgeMode",

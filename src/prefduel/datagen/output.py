@@ -31,6 +31,7 @@ from prefduel.datagen.aggregate import (
     rater_features,
     tally,
 )
+from prefduel.datagen.asks import AskCollected, ask_bank
 from prefduel.datagen.calls import QuestionSpec, judge_order
 from prefduel.datagen.errors import DatagenError
 from prefduel.datagen.results import DatagenResult
@@ -58,6 +59,7 @@ class Collected:
             (student, question, pair, judge condition); NaN where it was sampled. None in
             mode ``samples``.
         fallback: Configurations whose logprob reply had none (sampled instead).
+        asks: What the ask stages collected (None when the students are not asked).
     """
 
     specs: list[QuestionSpec]
@@ -69,6 +71,7 @@ class Collected:
     picks: np.ndarray
     probs: np.ndarray | None = None
     fallback: int = 0
+    asks: AskCollected | None = None
 
 
 #: The files a run writes into its world folder (`write_outputs`, `write_incomplete`,
@@ -258,6 +261,9 @@ def build_world(
     student_index, question_index, uniforms = layout(
         len(world.students), len(usable), world.arrivals, world.rounds, world.seed
     )
+    asks, info = (
+        ask_bank(data.asks, student_index, ids) if data.asks is not None else (None, None)
+    )
     result.diagnostics = pick_diagnostics(picks, probs)
     if probs is not None:
         result.diagnostics["sampled_without_logprobs"] = data.fallback
@@ -273,12 +279,18 @@ def build_world(
         students=_students(world),
         questions=_question_entries(ids, data, scores),
         personas=[{"id": p.id, "name": p.name, "prompt": p.prompt} for p in world.personas],
-        info=_world_info(world, models, backend, result, scores),
+        info={
+            **_world_info(world, models, backend, result, scores),
+            **({"asks": info} if info is not None else {}),
+        },
+        asks=asks,
     )
     wins, total = tally(picks)
     tables = {"P": prob, "U": utility, "wins": wins, "total": total, "scores": scores, "g": g}
     if probs is not None:
         tables["judge_p"] = probs
+    if data.asks is not None:
+        tables["ask_answers"] = data.asks.answers  # per student; -1: malformed
     return built, {**tables, "picks": picks}
 
 

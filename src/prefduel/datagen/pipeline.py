@@ -24,7 +24,13 @@ rater       Q (one call rates all K personas)    same (``retries.rater``), then 
 judge       I x Q x K(K-1)/2 x 2 orders x 2      is recorded and counted, and left out of the
             labels x samples                     smoothed log-odds (``retries.judge``: asked
                                                  again first, default 0)
+loadings    m (style dimensions; one call rates  same (``retries.rater``), then the ``level``
+            all K personas)                      question is left out of the ask bank
+asks        I x (m + K(K-1)/2 + kinds)           same (``asks.retries``), then the question
+                                                 is left out of the ask bank
 ==========  ===================================  ===========================================
+
+The last two run only with ``asks.enabled`` (the default; `prefduel.datagen.asks`).
 
 Malformed answers are never dropped silently: each is counted per stage, listed in
 ``datagen/malformed.jsonl`` and summarized. A call that fails (after the client's retries, or
@@ -52,6 +58,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from prefduel.datagen.asks import ASK_STAGES, AskStages
 from prefduel.datagen.calls import (
     AnswerSettings,
     QuestionSettings,
@@ -95,6 +102,8 @@ from prefduel.llm.stages import (
     StageReport,
 )
 
+#: The four stages of every run; the ask stages (`ASK_STAGES`) follow when the students are
+#: asked (`StageSettings.names`).
 STAGES = ("questions", "answers", "rater", "judge")
 
 
@@ -125,7 +134,7 @@ class _Pipeline:
         self.stages = stages
         # a batch sender takes a whole wave at once (its batches run together at the provider)
         self.engine = StageEngine(sender, chunk=getattr(sender, "chunk", CHUNK))
-        for stage in STAGES:
+        for stage in stages.names():
             self.engine.report(stage)
         #: Stages whose prompts hold placeholders of uncached answers (dry run).
         self.inexact: set[str] = set()
@@ -158,6 +167,7 @@ class _Pipeline:
         scores = await self._rater(stages.rater, specs, questions, asked)
         judge = JudgeStage(stages.judge, self.engine, specs, questions, answers)
         await judge.run(usable)
+        asks = None if stages.asks is None else await AskStages(stages.asks, self.engine).run()
         return Collected(
             specs,
             questions,
@@ -168,6 +178,7 @@ class _Pipeline:
             judge.picks,
             probs=judge.probs if stages.judge.mode == "logprobs" else None,
             fallback=judge.fallback,
+            asks=asks,
         )
 
     async def _questions(self, s: QuestionSettings, specs: list[QuestionSpec]) -> dict[int, Any]:
@@ -271,7 +282,7 @@ def estimate(config: DatagenConfig, *, llm: LLMConfig | None = None) -> DatagenP
     finally:
         if cache is not None:
             cache.close()
-    estimates = [sender.estimate(s) for s in STAGES]
+    estimates = [sender.estimate(s) for s in stages.names()]
     for s in estimates:
         s.exact = s.stage not in pipeline.inexact
     return DatagenPlan(
@@ -413,7 +424,7 @@ def _result(
         complete=not engine.failures,
         world=None,
         output=folder,
-        stages=[engine.reports[s] for s in STAGES],
+        stages=[engine.reports[s] for s in stages.names()],
         malformed=engine.malformed,
         failures=engine.failures,
         dropped=[data.specs[qi].id for qi in data.dropped],
@@ -457,6 +468,7 @@ def _finish(result: DatagenResult, data: Collected, stages: StageSettings, start
 
 
 __all__ = [
+    "ASK_STAGES",
     "CHUNK",
     "STAGES",
     "DatagenPlan",

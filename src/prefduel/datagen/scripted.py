@@ -10,6 +10,12 @@ model (docs/design.md, section 9) and answers datagen's own prompts, which it pa
 * **rater**: a JSON object of 1-10 scores, ``n_q . s_p`` seen through a miscalibrated rater
   (per-persona style errors and bias, noise), where the need of a question is
   ``n_q = need[kind] + need[cue] + topic noise + question noise - ncenter * mean need``;
+* **rater** of a style dimension (the ask bank's loadings): the same, with a need of
+  `STATEMENT_NEED` on that dimension alone;
+* **student** (a preference question): the published answer model
+  (`prefduel.core.answer_model`, at the default answer noise) on the student's latent
+  utilities averaged over the bank's questions (``level``, ``pair``) or over the questions of
+  one kind (``least``), drawn per request;
 * **judge**: the student's latent utility
   ``v(p, q) = taste_scale w . s_p + cue_strength c (n_q . s_p) + quirks(p, q) + o_p + eps(q, p)``
   drives a logistic pick of the first-displayed answer,
@@ -33,6 +39,7 @@ Use::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -41,7 +48,15 @@ from typing import Any
 
 import numpy as np
 
+from prefduel.core.answer_model import (
+    DEFAULT_ANSWER_NOISE,
+    least_probabilities,
+    level_direction,
+    level_probabilities,
+    pair_probabilities,
+)
 from prefduel.core.rng import stream
+from prefduel.datagen.asks import ASK_SYSTEM, PAIR_CHOICES, AskSettings
 from prefduel.datagen.calls import QuestionSpec
 from prefduel.datagen.config import DatagenConfig
 from prefduel.datagen.prompts import LABELS, TemplateParser, parse_question
@@ -58,6 +73,9 @@ _GENERIC = {
 }
 _BAD_PICKS = ("I can't decide, both are helpful.", "Both answers work for me.", "")
 _BAD_SCORES = ("They all seem reasonable to me.", '```json\n{ "scores": ', "no scores")
+#: The need on its own dimension of a style statement the rater scores (a loading): the rater's
+#: scores then span most of its scale.
+STATEMENT_NEED = 2.0
 
 
 def _snippet(text: str, limit: int = 70) -> str:
@@ -127,13 +145,20 @@ class ScriptedWorld:
         self._needs: dict[int, np.ndarray] = {}
         self._utilities: dict[tuple[int, str], np.ndarray] = {}
         self._noise: dict[tuple[int, str], np.ndarray] = {}
-        questions = split_config(config, scripted=True).questions
+        stages = split_config(dataclasses.replace(config, asks=True), scripted=True)
+        questions = stages.questions
         self.bank = questions.bank()
         self._questions: dict[str, QuestionSpec] = {}
         for spec in self.bank:
             text = parse_question(self.question(questions.request(spec)), spec.cue_text)
             if text is not None:
                 self._questions.setdefault(text, spec)
+        asks = stages.asks
+        assert asks is not None
+        self._asks: AskSettings = asks
+        self._ask_system = TemplateParser(ASK_SYSTEM)
+        self._ask_questions = {asks.user(q): q for q in asks.bank()}
+        self._statements = {asks.statement(d): d for d in range(len(asks.style))}
 
     def _rng(self, *keys: str | int) -> np.random.Generator:
         return stream(self.config.seed, "datagen-scripted", *keys)
@@ -271,13 +296,51 @@ class ScriptedWorld:
         rng = request_rng(request)
         if rng.random() < self.config.scripted.rater_malformed:
             return _BAD_SCORES[int(rng.integers(len(_BAD_SCORES)))]
-        need = self.need(self.spec_of(f["question"]))
+        dim = self._statements.get(f["question"])
+        if dim is None:
+            need = self.need(self.spec_of(f["question"]))
+        else:
+            need = np.zeros(len(self.dims))
+            need[dim] = STATEMENT_NEED
         raw = need @ self.seen_style.T + self.rater_bias
         raw = raw + rng.normal(scale=self.prm.rater_noise, size=raw.shape)
         lo, hi = self.config.rater_scale
         gain = self.config.scripted.rater_gain * (hi - lo) / 9.0
         scores = np.clip(np.round((lo + hi) / 2 + gain * raw), lo, hi)
         return json.dumps({pid: int(s) for pid, s in zip(self.persona_ids, scores, strict=True)})
+
+    def student(self, request: LLMRequest) -> str:
+        """Student handler: the answer to a preference question (a label its prompt offers)."""
+        sys_fields = self._ask_system.parse(self._message(request, "system"))
+        question = self._ask_questions.get(self._message(request, "user"))
+        student = (
+            None if sys_fields is None else self._student_by_description.get(sys_fields["student"])
+        )
+        if student is None or question is None:
+            raise ValueError("the student prompt is not one of the config's preference questions")
+        probs = self.answer_probabilities(student, question)
+        value = int(np.searchsorted(np.cumsum(probs), request_rng(request).random(), "right"))
+        value = min(value, len(probs) - 1)
+        if question.kind == "pair":
+            return PAIR_CHOICES[1 - value]  # answer 1: the first tutor, shown as A
+        return str(value) if question.kind == "level" else str(value + 1)
+
+    def answer_probabilities(self, student: int, question: Any) -> np.ndarray:
+        """The published answer model's probability of each answer of ``student`` to the
+        preference ``question``, at the default answer noise."""
+        texts = list(self._questions)
+        v = np.array([self.utilities(student, t) for t in texts])  # (Q, K)
+        scale = self.prm.judge_beta / DEFAULT_ANSWER_NOISE
+        v_bar = v.mean(axis=0)
+        if question.kind == "level":
+            column = self.style[:, self.dims.index(question.id.split(":", 1)[1])]
+            return level_probabilities(scale * float(v_bar @ level_direction(column)))
+        if question.kind == "pair":
+            a, b = question.pair
+            return pair_probabilities(scale * (v_bar[a] - v_bar[b]))
+        kinds = np.array([self._questions[t].kind == question.about for t in texts])
+        v_kind = v[kinds].mean(axis=0) if kinds.any() else v_bar
+        return least_probabilities(scale * v_kind)
 
     def judge(self, request: LLMRequest) -> str:
         """Judge handler: ``A`` or ``B`` from the student's latent utilities."""
@@ -333,6 +396,7 @@ class ScriptedWorld:
             "answer": self.answer,
             "rater": self.rater,
             "judge": self.judge,
+            "student": self.student,
         }
 
     # -- over HTTP ----------------------------------------------------------------------------
@@ -341,6 +405,8 @@ class ScriptedWorld:
         """Which datagen role a conversation is (by the templates it matches)."""
         request = LLMRequest("detect", messages)
         user = self._message(request, "user")
+        if self._ask_system.parse(self._message(request, "system")) is not None:
+            return "student"
         if self._parse["judge_user"].parse(user) is not None:
             return "judge"
         if self._parse["rater_user"].parse(user) is not None:

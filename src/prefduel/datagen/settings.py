@@ -14,6 +14,9 @@ rater           `RaterSettings`             the rater role's calls, personas, sc
                                             rater templates
 judge           `JudgeSettings`             the judge role's calls, students, persona ids,
                                             samples, mode, top_logprobs, judge templates
+asks            `AskSettings` (None when    the students' calls (the judge's model, role
+                ``asks.enabled`` is off)    tag ``student``), the rater's settings,
+                                            students, personas, style dimensions, kinds
 world           `WorldSettings`             name, seed, source, persona and student records,
                                             samples, judge mode, min_valid, Bradley-Terry fit,
                                             arrivals, rounds
@@ -34,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from prefduel.datagen.asks import ASK_STAGES, AskSettings
 from prefduel.datagen.calls import (
     AnswerSettings,
     JudgeSettings,
@@ -112,10 +116,17 @@ class StageSettings:
     judge: JudgeSettings
     world: WorldSettings
     run: RunInfo
+    asks: AskSettings | None = None
 
     def calls(self) -> tuple[RoleCalls, ...]:
-        """The four roles' calls, in stage order."""
-        return (self.questions.calls, self.answers.calls, self.rater.calls, self.judge.calls)
+        """The roles' calls, in stage order (the students' last, when they are asked)."""
+        four = (self.questions.calls, self.answers.calls, self.rater.calls, self.judge.calls)
+        return four if self.asks is None else (*four, self.asks.student)
+
+    def names(self) -> tuple[str, ...]:
+        """The stages of the run, in order (the ask stages when the students are asked)."""
+        four = ("questions", "answers", "rater", "judge")
+        return four if self.asks is None else (*four, *ASK_STAGES)
 
     def models(self) -> dict[str, str]:
         """Role -> the model name its requests send."""
@@ -209,6 +220,22 @@ def split_config(
         The settings of every stage, the world and the run.
     """
     calls, t = _role_calls(config, scripted), config.templates
+    rater = RaterSettings(
+        calls["rater"], config.personas, config.rater_scale, t.rater_system, t.rater_user
+    )
+    judge = calls["judge"]
+    asks = (
+        AskSettings(
+            RoleCalls("student", judge.model, judge.settings, config.ask_retries + 1),
+            rater,
+            config.students,
+            config.personas,
+            config.style,
+            tuple(k.id for k in config.kinds),
+        )
+        if config.asks
+        else None
+    )
     return StageSettings(
         questions=QuestionSettings(
             calls["question"],
@@ -221,9 +248,7 @@ def split_config(
             t.question_user,
         ),
         answers=AnswerSettings(calls["answer"], config.personas, t.answer_system, t.answer_user),
-        rater=RaterSettings(
-            calls["rater"], config.personas, config.rater_scale, t.rater_system, t.rater_user
-        ),
+        rater=rater,
         judge=JudgeSettings(
             calls["judge"],
             config.students,
@@ -243,6 +268,7 @@ def split_config(
             config.samples,
             dataclasses.replace(config, llm=llm or config.llm).to_json(),
         ),
+        asks=asks,
     )
 
 

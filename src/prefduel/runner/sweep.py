@@ -95,7 +95,7 @@ def _check_world(name: str, allow_test: bool) -> str:
     spec = parse_world(name)
     spec.check_allowed(allow_test)
     if spec.kind == "stored":
-        load_world(spec.label)
+        load_world(spec.path or spec.label)  # the label of an ask track is DIR+askB
     return spec.label
 
 
