@@ -5,6 +5,8 @@
   prompt ``q`` fitted without the arrival's voter (what a router could know without the user),
   centered over personas and divided by one standard deviation over the whole world.
 - ``U``, ``P``, ``u``: drawn from the voters' posteriors (`prefduel.worlds.votes.draw_arrivals`).
+- ``asks``: a ``pair`` question per pair of models and a ``least`` question per category of
+  the rounds, answered from each arrival's ``U`` (`prefduel.worlds.votes.votes_answers`).
 - ``students``: one per arrival (as in TutorSim, where many students share a profile), each a
   user drawn from one voter's posterior; ``questions``: the prompts the rounds replay, with
   their category; ``personas``: the chosen models.
@@ -21,7 +23,14 @@ from prefduel.ranking.vote_log import VoteLog
 from prefduel.ranking.vote_model import VoteModel, leave_one_out_strengths
 from prefduel.voteworlds.layout import Layout, arrival_layout
 from prefduel.voteworlds.selection import Selection
-from prefduel.worlds.votes import GENERATOR, UTILITY_SCALE, VotesPosterior, draw_arrivals
+from prefduel.worlds.votes import (
+    GENERATOR,
+    UTILITY_SCALE,
+    VotesPosterior,
+    draw_arrivals,
+    votes_answers,
+    votes_questions,
+)
 from prefduel.worlds.world import World
 
 #: Longest prompt text kept in a world's question table (characters).
@@ -63,6 +72,10 @@ def world_of(
     )
     utility, prob, uniforms = draw_arrivals(posterior, student_index, question_index, seed)
     info = _info(posterior, rounds, arrivals, int(used.size), g_scale, utility)
+    names = np.array(log.categories, dtype=object)
+    present = names[np.unique(posterior.question_category)].tolist()
+    questions = votes_questions(battles.models, present)
+    round_category = names[posterior.question_category[question_index]]
     world = World(
         roster=name,
         seed=seed,
@@ -79,6 +92,7 @@ def world_of(
             for m, v in zip(battles.models, selection.model_votes.tolist(), strict=True)
         ],
         info=info,
+        asks=votes_answers(questions, utility, round_category, seed),
     )
     return world, posterior
 

@@ -22,26 +22,40 @@ round's category ``c``; its utilities are
 ``U = clip(0.5 + (theta - mean_p theta) / 8, 0, 1)`` (TutorSim's common scale) and its clicks
 follow Bradley-Terry on the strengths, ``P[a, b] = s(theta_a - theta_b)``.
 
-Seed ``s`` of such a world re-orders its arrivals and redraws every arrival's strengths and
-click uniforms from ``stream(s, "votes-world", "order" | "utilities" | "clicks")``; the seed
-recorded in ``world.json`` gives the world back as stored (built with the same streams, without
-the re-ordering). `VotesGenerator` is registered as the world generator ``votes``; a folder
-holding ``votes/posterior.npz`` is parsed into a spec with that generator.
+Such a world can be asked (`prefduel.worlds.asking`): its bank holds a ``pair`` question per
+pair of models and a ``least`` question per prompt category of its rounds (no ``level``
+questions: a vote log says nothing of the models' styles). Each arrival answers from its own
+utilities ``U`` by the published answer model, with ``v_bar`` its utilities averaged over its
+rounds, ``v_kind`` the same within each category (``v_bar`` for a category it has no round of)
+and ``beta = UTILITY_SCALE``: as long as no utility is clipped, ``UTILITY_SCALE (U_a - U_b)``
+is the click logit ``theta_a - theta_b``, so a ``pair`` answer at the default noise has the
+chance of a click between the two averaged over the arrival's rounds (`votes_answers`).
+
+Seed ``s`` of such a world re-orders its arrivals and redraws every arrival's strengths, click
+uniforms and answers from ``stream(s, "votes-world", "order" | "utilities" | "clicks" |
+"answers")``; the seed recorded in ``world.json`` gives the world back as stored (built with the
+same streams, without the re-ordering). The answers' stream is separate, so the arrays are
+those of a world without questions, bit for bit. `VotesGenerator` is registered as the world
+generator ``votes``; a folder holding ``votes/posterior.npz`` is parsed into a spec with that
+generator.
 """
 
 from __future__ import annotations
 
 import hashlib
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from prefduel.core.answer_model import DEFAULT_ANSWER_NOISE
 from prefduel.core.btl import btl_matrix
 from prefduel.core.errors import WorldFormatError
 from prefduel.core.rng import stream
+from prefduel.worlds.asking import AskBank, AskQuestion, answer_bank
 from prefduel.worlds.world import World, load_world
 
 #: The generator id, also written as ``info["generator"]`` of such worlds.
@@ -203,9 +217,77 @@ def draw_arrivals(
     return utility, btl_matrix(theta), uniforms
 
 
+def votes_questions(
+    models: Sequence[str], categories: Sequence[str]
+) -> tuple[AskQuestion, ...]:
+    """The bank of a world built from a vote log: a ``pair`` question per pair of models, a
+    ``least`` question per prompt category (``categories``: those of the world's rounds; one
+    unnamed category, a log without categories, asks about any prompt)."""
+    k = len(models)
+    out = [
+        AskQuestion(
+            f"pair:{a}-{b}",
+            "pair",
+            f"Would you rather have {models[a]} or {models[b]}?",
+            pair=(a, b),
+        )
+        for a in range(k)
+        for b in range(a + 1, k)
+    ]
+    out += [
+        AskQuestion(
+            f"least:{category}" if category else "least",
+            "least",
+            f"For a {category} prompt, which model would you want least?"
+            if category
+            else "Which model would you want least?",
+            about=category,
+        )
+        for category in categories
+    ]
+    return tuple(out)
+
+
+def votes_answers(
+    questions: Sequence[AskQuestion],
+    utility: np.ndarray,
+    round_category: np.ndarray,
+    seed: int,
+    noise: float = DEFAULT_ANSWER_NOISE,
+) -> AskBank:
+    """Every arrival's answers to ``questions`` (module docstring), drawn from
+    ``stream(seed, "votes-world", "answers")``.
+
+    Args:
+        questions: The bank (`votes_questions`).
+        utility: ``(N, S, K)`` the arrivals' utilities ``U``.
+        round_category: ``(N, S)`` the category name of every round.
+        seed: The world's (or replicate's) seed.
+        noise: The answer noise (1: the noise of one click).
+    """
+    v_bar = utility.mean(axis=1)
+    v_kind = {}
+    for category in {q.about for q in questions if q.kind == "least"}:
+        mask = (round_category == category)[..., None]
+        count = mask.sum(axis=1)
+        within = np.where(mask, utility, 0.0).sum(axis=1) / np.maximum(count, 1)
+        v_kind[category] = np.where(count > 0, within, v_bar)
+    rng = stream(seed, "votes-world", "answers")
+    answers = answer_bank(questions, v_bar, v_kind, UTILITY_SCALE, noise, rng)
+    return AskBank(tuple(questions), answers, noise)
+
+
+def round_categories(world: World, question_index: np.ndarray) -> np.ndarray:
+    """``(N, S)`` the category name of every round of ``question_index`` (``world``'s
+    question table)."""
+    names = np.array([str(q.get("category", "")) for q in world.questions], dtype=object)
+    return names[question_index]
+
+
 def votes_replicate(world: World, posterior: VotesPosterior, seed: int) -> World:
     """Replicate ``seed`` of a world built from a vote log: its arrivals in a new order, each
-    with strengths drawn afresh from its voter's posterior, and new click draws.
+    with strengths drawn afresh from its voter's posterior, new click draws and new answers
+    to the world's preference questions (when it has them).
 
     Each arrival keeps its voter, questions and features ``Phi`` (what a router could know
     without the user). The world's own seed gives it back as stored.
@@ -220,6 +302,15 @@ def votes_replicate(world: World, posterior: VotesPosterior, seed: int) -> World
     student_index = world.student_index[order]
     question_index = world.question_index[order]
     utility, prob, uniforms = draw_arrivals(posterior, student_index, question_index, seed)
+    asks = None
+    if world.asks is not None:  # a world built before its bank existed stays without one
+        asks = votes_answers(
+            world.asks.questions,
+            utility,
+            round_categories(world, question_index),
+            seed,
+            world.asks.noise,
+        )
     return World(
         roster=world.roster,
         seed=int(seed),
@@ -233,6 +324,8 @@ def votes_replicate(world: World, posterior: VotesPosterior, seed: int) -> World
         questions=world.questions,
         personas=world.personas,
         info={**world.info, "replicate_of_seed": world.seed},
+        asks=asks,
+        ask_budget=world.ask_budget,
     )
 
 
@@ -283,5 +376,8 @@ __all__ = [
     "load_posterior",
     "posterior_path",
     "refuse_without_posterior",
+    "round_categories",
+    "votes_answers",
+    "votes_questions",
     "votes_replicate",
 ]
