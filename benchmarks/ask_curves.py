@@ -20,7 +20,8 @@ users) and ``ref:oracle-prior-ask`` (the leave-one-out population prior that ask
     python benchmarks/ask_curves.py --rosters dev --seeds 0-7 --budgets 2 \\
         --styles cooperative,terse,vague            # the noise curve: 0.5x, 1x, 2x
     python benchmarks/ask_curves.py --rosters test-profiles,test-composite,test-quirky \\
-        --seeds 0-31 --budgets 2 --allow-test --jobs 2   # once, after settings are frozen
+        --seeds 0-31 --budgets 2 --allow-test --jobs 2 --out eval.jsonl   # once, settings frozen
+    python benchmarks/ask_curves.py --from eval.jsonl      # the tables again, nothing re-run
 
 One BLAS thread per process.
 """
@@ -150,8 +151,11 @@ def report(rows: list[dict], ask_policies: list[str], click_policies: list[str])
             for spec in ask_policies:
                 cells = []
                 for b in budgets:
-                    mine = excess[(roster, style, b, spec)]
+                    mine = excess.get((roster, style, b, spec), {})
                     ratio = [100 * (mine[s] / base[s] - 1) for s in sorted(set(mine) & set(base))]
+                    if not ratio:
+                        cells.append("-")
+                        continue
                     cells.append(f"{np.mean(ratio):+.1f}% (worst seed {np.max(ratio):+.1f}%)")
                 print(f"| `{spec}` excess vs `notransfer` | " + " | ".join(cells) + " |")
     print("\n| policy | CPU s per run (mean, max) |\n|---|---|")
@@ -170,6 +174,7 @@ def main() -> None:
     parser.add_argument("--allow-test", action="store_true")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", help="also write every row here (JSON lines)")
+    parser.add_argument("--from", dest="source", help="report the rows of an earlier --out")
     args = parser.parse_args()
     ask_policies = [p for p in args.ask_policies.split(",") if p]
     click_policies = [p for p in args.click_policies.split(",") if p]
@@ -180,6 +185,10 @@ def main() -> None:
         for style in (args.styles.split(",") if args.styles else [""])
         for seed in parse_seeds(args.seeds)
     ]
+    if args.source:  # the tables again, from rows already measured
+        with open(args.source, encoding="utf-8") as handle:
+            report([json.loads(line) for line in handle], ask_policies, click_policies)
+        return
     start = time.time()
     rows: list[dict] = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
