@@ -71,7 +71,7 @@ def test_an_ask_track_is_a_world_of_its_own(dev):
 
 def test_a_world_without_questions_has_no_ask_track(tmp_path):
     path = make_world(0).save(tmp_path / "plain")
-    with pytest.raises(WorldFormatError, match="gives no preference questions"):
+    with pytest.raises(WorldFormatError, match="has no preference questions, so it has no ask"):
         get_world(f"{path}+ask2", 0)
 
 

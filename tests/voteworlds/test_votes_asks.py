@@ -152,4 +152,5 @@ def test_a_votes_world_built_without_questions_has_no_ask_track(folder, tmp_path
     out = str(tmp_path / "r.jsonl")
     assert main(["run", "--worlds", f"{old}+ask2", "--policies", "notransfer-ask",
                  "--seeds", "0", "--out", out, "--no-progress"]) == 2
-    assert "no ask track" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no ask track" in err and "build it again with prefduel worlds build --from-votes" in err

@@ -124,9 +124,15 @@ class WorldSpec:
         self.check_allowed(allow_test)
         world = GENERATORS[self.generator].make(self, seed)
         if self.ask_budget and world.asks is None:
+            rebuild = (
+                " (a world built from a vote log before worlds carried questions: build it "
+                "again with prefduel worlds build --from-votes to add them)"
+                if self.generator == VOTES
+                else ""
+            )
             raise WorldFormatError(
-                f"world {self.label!r}: its generator gives no preference questions, so it has "
-                "no ask track; run it without +ask (or --ask-budget 0)"
+                f"world {self.label!r} has no preference questions, so it has no ask track"
+                f"{rebuild}; run it without +ask (or --ask-budget 0)"
             )
         if world.roster != self.label or world.ask_budget != self.ask_budget:
             world = replace(world, roster=self.label, ask_budget=self.ask_budget)
