@@ -60,3 +60,8 @@ def level_direction(loadings: np.ndarray) -> np.ndarray:
     if norm == 0.0:
         return np.zeros_like(loadings)
     return centred * float(loadings.max() - loadings.min()) / norm
+
+
+def answer_entropy(probs: np.ndarray) -> np.ndarray:
+    """``(...)`` entropy in nats of each answer distribution ``probs`` ``(..., answers)``."""
+    return -(probs * np.log(np.maximum(probs, 1e-300))).sum(axis=-1)

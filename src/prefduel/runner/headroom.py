@@ -173,6 +173,7 @@ def play_oracle_prior(
     beta: float = BETA,
     chunk: int = CHUNK,
     past_only: bool = False,
+    log_weights: np.ndarray | None = None,
 ) -> PriorRun:
     """Replay ``world`` with the leave-one-out population-prior learner.
 
@@ -188,6 +189,8 @@ def play_oracle_prior(
         chunk: Arrivals per lookahead batch (memory only; the result does not depend on it).
         past_only: Particles of earlier arrivals only (`prior_log_weights`): the online
             variant, not a leaderboard row (``benchmarks/headroom.py --past-only``).
+        log_weights: ``(N, M)`` the arrivals' log prior over the particles, in place of
+            `prior_log_weights` (e.g. after answers to preference questions); not modified.
 
     Returns:
         The shown pairs, the clicks and the final log posterior (`PriorRun`).
@@ -197,7 +200,11 @@ def play_oracle_prior(
         first=np.empty((n, s_all), dtype=np.int64),
         second=np.empty((n, s_all), dtype=np.int64),
         first_won=np.empty((n, s_all), dtype=bool),
-        log_weights=prior_log_weights(world.student_index, past_only),
+        log_weights=(
+            prior_log_weights(world.student_index, past_only)
+            if log_weights is None
+            else np.array(log_weights, dtype=float)
+        ),
     )
     step = n if horizon <= 1 else max(1, chunk)
     for lo in range(0, n, step):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from prefduel.core.answer_model import (
+    answer_entropy,
     least_probabilities,
     level_direction,
     level_probabilities,
@@ -83,11 +84,11 @@ def ask_by_information(
     log_w = log_weights.copy()
     asked = np.empty((n, min(budget, q_count)), dtype=np.int64)
     probs = np.exp(answer_loglik)  # (N, Q, M, A)
-    conditional = _entropy(probs)  # (N, Q, M): the answer's entropy given the particle
+    conditional = answer_entropy(probs)  # (N, Q, M): the answer's entropy given the particle
     for b in range(asked.shape[1]):
         w = headroom.normalized(log_w)  # (N, M)
         predictive = np.einsum("nm,nqma->nqa", w, probs)
-        gain = _entropy(predictive) - np.einsum("nm,nqm->nq", w, conditional)
+        gain = answer_entropy(predictive) - np.einsum("nm,nqm->nq", w, conditional)
         for done in range(b):
             gain[rows, asked[:, done]] = -np.inf
         pick = np.argmax(gain, axis=1)
@@ -123,18 +124,5 @@ def play_oracle_prior_ask(
     prior = headroom.prior_log_weights(world.student_index, past_only)
     loglik = answer_log_likelihoods(world, theta, beta)
     log_w, asked = ask_by_information(prior, loglik, world.asks.answers, budget)
-    run = headroom.PriorRun(
-        first=np.empty((world.N, world.S), dtype=np.int64),
-        second=np.empty((world.N, world.S), dtype=np.int64),
-        first_won=np.empty((world.N, world.S), dtype=bool),
-        log_weights=log_w,
-    )
-    step = world.N if horizon <= 1 else headroom.CHUNK
-    for lo in range(0, world.N, step):
-        arrivals = np.arange(lo, min(world.N, lo + step))
-        headroom._play_arrivals(world, arrivals, theta, horizon, beta, run)
+    run = headroom.play_oracle_prior(world, theta, horizon=horizon, beta=beta, log_weights=log_w)
     return run, asked
-
-
-def _entropy(probs: np.ndarray) -> np.ndarray:
-    return -(probs * np.log(np.maximum(probs, 1e-300))).sum(axis=-1)

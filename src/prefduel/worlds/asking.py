@@ -187,17 +187,7 @@ def question_bank(
         )
         for d, (dim, text) in enumerate(style)
     ]
-    k = persona_style.shape[0]
-    out += [
-        AskQuestion(
-            f"pair:{a}-{b}",
-            "pair",
-            f"Would you rather have {persona_names[a]} or {persona_names[b]} as your tutor?",
-            pair=(a, b),
-        )
-        for a in range(k)
-        for b in range(a + 1, k)
-    ]
+    out += pair_questions(persona_names, "Would you rather have {a} or {b} as your tutor?")
     out += [
         AskQuestion(
             f"least:{kind}",
@@ -208,6 +198,17 @@ def question_bank(
         for kind in kinds
     ]
     return tuple(out)
+
+
+def pair_questions(names: Sequence[str], text: str) -> list[AskQuestion]:
+    """A ``pair`` question per pair of personas ``a < b``, ``text`` formatted with their names
+    (``{a}``, ``{b}``)."""
+    k = len(names)
+    return [
+        AskQuestion(f"pair:{a}-{b}", "pair", text.format(a=names[a], b=names[b]), pair=(a, b))
+        for a in range(k)
+        for b in range(a + 1, k)
+    ]
 
 
 def answer_bank(

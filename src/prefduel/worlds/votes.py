@@ -42,7 +42,6 @@ generator.
 
 from __future__ import annotations
 
-import hashlib
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,8 +54,8 @@ from prefduel.core.answer_model import DEFAULT_ANSWER_NOISE
 from prefduel.core.btl import btl_matrix
 from prefduel.core.errors import WorldFormatError
 from prefduel.core.rng import stream
-from prefduel.worlds.asking import AskBank, AskQuestion, answer_bank
-from prefduel.worlds.world import World, load_world
+from prefduel.worlds.asking import AskBank, AskQuestion, answer_bank, pair_questions
+from prefduel.worlds.world import World, arrays_digest, load_world
 
 #: The generator id, also written as ``info["generator"]`` of such worlds.
 GENERATOR = "votes"
@@ -104,12 +103,7 @@ class VotesPosterior:
 
     def digest(self) -> str:
         """SHA-256 over the arrays' names, shapes and bytes (recorded in ``world.json``)."""
-        h = hashlib.sha256()
-        for name, arr in self.arrays().items():
-            h.update(name.encode())
-            h.update(str(arr.shape).encode())
-            h.update(arr.tobytes())
-        return h.hexdigest()
+        return arrays_digest(self.arrays())
 
     def validate(self, world: World, where: str) -> None:
         """Check the shapes against ``world`` (its students, questions and ``K``) and the
@@ -223,17 +217,7 @@ def votes_questions(
     """The bank of a world built from a vote log: a ``pair`` question per pair of models, a
     ``least`` question per prompt category (``categories``: those of the world's rounds; one
     unnamed category, a log without categories, asks about any prompt)."""
-    k = len(models)
-    out = [
-        AskQuestion(
-            f"pair:{a}-{b}",
-            "pair",
-            f"Would you rather have {models[a]} or {models[b]}?",
-            pair=(a, b),
-        )
-        for a in range(k)
-        for b in range(a + 1, k)
-    ]
+    out = pair_questions(models, "Would you rather have {a} or {b}?")
     out += [
         AskQuestion(
             f"least:{category}" if category else "least",

@@ -191,12 +191,7 @@ class World:
 
     def digest(self) -> str:
         """SHA-256 over all arrays: equal digests mean bit-identical worlds."""
-        h = hashlib.sha256()
-        for name, arr in self.arrays().items():
-            h.update(name.encode())
-            h.update(str(arr.shape).encode())
-            h.update(arr.tobytes())
-        return h.hexdigest()
+        return arrays_digest(self.arrays())
 
     def save(self, path: str | Path) -> Path:
         """Write the world to directory ``path`` (created if needed); returns the path."""
@@ -416,3 +411,13 @@ def replicate(world: World, seed: int) -> World:
         asks=world.asks.reordered(order) if world.asks is not None else None,
         ask_budget=world.ask_budget,
     )
+
+
+def arrays_digest(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 over named arrays, in order: each name, shape and bytes."""
+    h = hashlib.sha256()
+    for name, arr in arrays.items():
+        h.update(name.encode())
+        h.update(str(arr.shape).encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()

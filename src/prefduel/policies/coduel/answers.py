@@ -25,6 +25,7 @@ import numpy as np
 
 from prefduel.core.answer_model import (
     LEVEL_CUTS,
+    answer_entropy,
     least_probabilities,
     level_direction,
     level_probabilities,
@@ -175,7 +176,7 @@ def information_gain(kinds: list[str], features: list[np.ndarray], theta: np.nda
         else:
             latent = theta @ np.stack([features[q] for q in index]).T  # (n, Q)
             probs = pair_probabilities(latent) if kind == "pair" else level_probabilities(latent)
-        out[index] = _entropy(probs.mean(axis=0)) - _entropy(probs).mean(axis=0)
+        out[index] = answer_entropy(probs.mean(axis=0)) - answer_entropy(probs).mean(axis=0)
     return out
 
 
@@ -198,7 +199,3 @@ def decision_gain(
 
 def _top_two_sum(values: np.ndarray) -> float:
     return float(np.sort(values)[-2:].sum())
-
-
-def _entropy(probs: np.ndarray) -> np.ndarray:
-    return -(probs * np.log(np.maximum(probs, 1e-300))).sum(axis=-1)
