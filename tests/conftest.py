@@ -8,6 +8,9 @@ import pytest
 
 from pb_toys import save_world, write_policies
 
+#: The browser tests' fixtures (``browser``, ``page``).
+pytest_plugins = ["pb_browser"]
+
 
 @pytest.fixture
 def toy_world(tmp_path: Path) -> str:

@@ -8,54 +8,21 @@ missing, unless ``PREFDUEL_REQUIRE_BROWSER=1``.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import urllib.parse
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REQUIRE_BROWSER = os.environ.get("PREFDUEL_REQUIRE_BROWSER") == "1"
-if REQUIRE_BROWSER:
-    import playwright.sync_api as sync_api
-else:
-    sync_api = pytest.importorskip("playwright.sync_api")
+from pb_browser import needs_chromium
+from prefduel.pages import play_page, replay_page, session_score
+from prefduel.pages.asks import policy_questions
+from prefduel.runner import run_cell
+from prefduel.worlds import World, parse_world
 
-from prefduel.pages import play_page, replay_page, session_score  # noqa: E402
-from prefduel.pages.asks import policy_questions  # noqa: E402
-from prefduel.runner import run_cell  # noqa: E402
-from prefduel.worlds import World, parse_world  # noqa: E402
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 ARRIVAL = 4
 
-pytestmark = pytest.mark.skipif(
-    not REQUIRE_BROWSER and shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}"
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(5000)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    yield tab
-    context.close()
-    assert errors == [], errors
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")

@@ -10,39 +10,19 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-REQUIRE_BROWSER = os.environ.get("PREFDUEL_REQUIRE_BROWSER") == "1"
-if REQUIRE_BROWSER:
-    import playwright.sync_api as sync_api
-else:
-    sync_api = pytest.importorskip("playwright.sync_api")
+from pb_browser import needs_chromium
+from prefduel.pages import play_page, play_widget, replay_page, session_score
+from prefduel.pages._html import document
+from prefduel.runner import run_cell
+from prefduel.worlds import World, get_world
 
-from prefduel.pages import play_page, play_widget, replay_page, session_score  # noqa: E402
-from prefduel.pages._html import document  # noqa: E402
-from prefduel.runner import run_cell  # noqa: E402
-from prefduel.worlds import World, get_world  # noqa: E402
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-pytestmark = pytest.mark.skipif(
-    not REQUIRE_BROWSER and shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}"
-)
+pytestmark = needs_chromium
 
 ARRIVAL = 3
 #: 24 varied pairs: both listing orders (larger index first too), repeats, the best and worst.
@@ -52,29 +32,6 @@ PAIRS = [
     (4, 3), (3, 0),
 ]  # fmt: skip
 KEYBOARD_ROUND = 6  # this round is picked with the number keys instead of clicks
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(5000)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    tab.on("request", lambda req: errors.append(f"request {req.url}") if req.url.startswith(
-        ("http:", "https:")) else None)  # fmt: skip
-    yield tab
-    context.close()
-    assert errors == [], errors
 
 
 @pytest.fixture(scope="module")
