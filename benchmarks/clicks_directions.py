@@ -1,0 +1,437 @@
+"""Clicks-only directions beyond CODuel, as runnable prototypes on `dev` (and the controls).
+
+Each variant is CODuel with one change; the script prints its score (mean ± s.e. over seeds,
+each seed an independent world), the paired difference to CODuel on the same seeds (95% t
+interval) and CPU seconds per 350-arrival run. Variants (``--variants``, comma-separated):
+
+* ``draw``, ``mean``, ``iso`` (``+look``, ``+blend``, ``+mN``): a *particle* prior. CODuel
+  learns its population as usual; at each arrival every earlier user becomes one particle,
+  estimated from that user's own clicks: one draw from the user's posterior under the learned
+  mixture (``draw``: the draws of all users follow the population when the mixture is right and
+  the users' data when it is not), the posterior mean under the mixture (``mean``, shrunk) or
+  under the isotropic prior (``iso``, over-dispersed). The arrival's belief is the particles
+  reweighted by Bayes' rule (exact for particles); pairs are greedy, or (``+look``) the exact
+  4-round lookahead of the headroom rows with future questions drawn from the recent bank;
+  ``+blend`` averages with CODuel's belief by evidence; ``+mN`` keeps the last N users.
+* ``mixlook`` (``+hH``, ``+LN``, ``+DN``): CODuel's belief, but the pair from the exact
+  H-round particle lookahead on N draws from that belief, redrawn every round (the
+  Bayes-consistent pair rule direction).
+* ``refined``: the users' likelihood summaries re-linearized at their posterior mode under the
+  population (Newton on the exact logistic likelihood) instead of the one-pass Laplace filter
+  from the isotropic prior (a joint model of users and population).
+* ``kind``, ``kind-dev=S``: persona-by-question-kind features (round t's kind is known from
+  t mod 3: the chains' fixed order); ``kind`` gives each kind its own persona effects,
+  ``kind-dev=S`` shared effects plus kind deviations of prior s.d. S. Recalibration is off
+  (compare with ``coduel:recal=off``, added to the table).
+* ``coduel:KEY=VALUE;KEY=VALUE``: CODuel's own settings (e.g. ``coduel:components=1``: one
+  learned full-covariance Gaussian, the low-rank/factor direction at full rank).
+* Diagnostics, not policies (they use hindsight): ``oracle-map`` fixes A to the best map
+  fitted on the true utilities (what a perfect recalibration could add to CODuel);
+  ``oracle-summaries`` fits CODuel's population on the exact weights of the completed users
+  (precision 100 in logits) instead of their clicks (what a perfect population learner could
+  add; recalibration off, compare with ``coduel:recal=off``).
+
+Figures on this machine (2 cores, shared), ``dev`` seeds 0-7, CODuel 50.40 ± 0.53 (score
+points, paired difference to CODuel):
+
+| variant | score | vs CODuel |
+|---|---|---|
+| ``coduel:pair=greedy`` | 48.49 | -1.91 [-3.55, -0.26] |
+| ``draw`` (greedy) | 47.34 | -3.06 [-5.36, -0.75] |
+| ``draw+blend`` | 48.36 | -2.04 [-3.57, -0.50] |
+| ``draw+look`` | 49.90 | -0.50 [-2.65, +1.65] |
+| ``iso+look`` | 49.33 | -1.07 [-2.31, +0.17] |
+| ``mixlook`` (horizon 4) | 50.57 | +0.17 [-1.13, +1.47] |
+| ``mixlook+h6`` | 50.71 | +0.31 [-1.67, +2.29] |
+| ``refined`` | 49.64 | -0.76 [-2.13, +0.62] |
+| ``kind`` | 38.21 | -12.19 [-16.50, -7.88] |
+| ``kind-dev=0.3`` | 46.47 | -3.93 [-6.28, -1.58] |
+| ``coduel:components=1`` | 49.22 | -1.18 [-2.02, -0.33] |
+| ``coduel:components=2`` | 49.37 | -1.03 [-2.52, +0.45] |
+| ``coduel:components=8`` | 50.34 | -0.06 [-0.59, +0.46] |
+| ``coduel:alpha=5.0`` | 50.89 | +0.49 [-1.38, +2.36] |
+| ``coduel:alpha=10.0`` | 50.69 | +0.29 [-1.27, +1.84] |
+| ``coduel:alpha=40.0`` | 49.62 | -0.78 [-2.61, +1.05] |
+| ``coduel:prior_var=0.5`` | 49.47 | -0.93 [-2.91, +1.06] |
+| ``coduel:prior_var=2.0`` | 48.81 | -1.59 [-3.13, -0.06] |
+| ``coduel:recal=off`` | 50.28 | -0.12 [-1.74, +1.50] |
+| diagnostic ``oracle-map`` | 50.67 | +0.27 [-1.29, +1.83] |
+| diagnostic ``oracle-summaries`` | 52.47 | +2.07 [+0.66, +3.49] |
+
+    python benchmarks/clicks_directions.py --seeds 0-7 --variants draw,draw+look,mixlook
+    python benchmarks/clicks_directions.py --seeds 0-7 --variants oracle-map,oracle-summaries
+    python benchmarks/clicks_directions.py --seeds 0-7 --variants "coduel:alpha=5.0,kind"
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from scipy import stats
+from scipy.special import log_expit
+from threadpoolctl import threadpool_limits
+
+from prefduel.cli.main import parse_seeds
+from prefduel.core.btl import pairs_of, top_two
+from prefduel.policies.coduel.policy import CODuel
+from prefduel.policies.coduel.population import component_evidence
+from prefduel.policies.coduel.recal import apply_recalibration
+from prefduel.runner import headroom, headroom_recal, references
+from prefduel.runner.cell import play, policy_rng, summarize
+from prefduel.worlds import parse_world
+
+
+class ParticleCODuel(CODuel):
+    """CODuel whose arriving user's belief is a particle set of earlier users' estimates."""
+
+    def __init__(
+        self,
+        particles: str = "draw",
+        pair: str = "greedy",
+        max_particles: int = 512,
+        blend: bool = False,
+        horizon: int = 4,
+        sequences: int = 4,
+        **settings,
+    ) -> None:
+        super().__init__(**settings)
+        self.particles, self.particle_pair = particles, pair
+        self.max_particles, self.blend = max_particles, blend
+        self.horizon, self.sequences = horizon, sequences
+
+    def start_student(self) -> None:
+        super().start_student()
+        self.theta = None
+        active = self.population and (self.gate_open or not self.gate)
+        if active and self.n_sessions >= 2:
+            self.theta = self._particles()
+            self.log_w = np.zeros(len(self.theta))
+            self.log_ev_particles = 0.0
+            self.log_ev_mixture = 0.0
+
+    def _particles(self) -> np.ndarray:
+        n = self.n_sessions
+        users = slice(max(0, n - self.max_particles), n)
+        lam, h = self.lam[users], self.h[users]
+        if self.particles == "iso":
+            prec = lam + np.eye(self.d) / self.prior_var
+            return np.linalg.solve(prec, h[..., None])[..., 0]
+        loglik, m, second = component_evidence(lam, h, self.pop.mu, self.pop.cov)
+        logr = loglik + np.log(np.maximum(self.pop.weights(), 1e-300))
+        r = np.exp(logr - logr.max(axis=1, keepdims=True))
+        r /= r.sum(axis=1, keepdims=True)
+        if self.particles == "mean":
+            return np.einsum("nc,ncd->nd", r, m)
+        rows = np.arange(r.shape[0])
+        c = (r.cumsum(axis=1) < self.rng.random((r.shape[0], 1))).sum(axis=1)
+        c = np.minimum(c, r.shape[1] - 1)
+        mean = m[rows, c]
+        cov = second[rows, c] - mean[:, :, None] * mean[:, None, :]
+        cov = 0.5 * (cov + np.swapaxes(cov, 1, 2)) + 1e-9 * np.eye(self.d)
+        chol = np.linalg.cholesky(cov)
+        return mean + np.einsum("nij,nj->ni", chol, self.rng.standard_normal(mean.shape))
+
+    def select(self, Phi: np.ndarray) -> tuple[int, int]:
+        pair = super().select(Phi)
+        if self.theta is None or self.particle_pair == "coduel":
+            return pair
+        phi = apply_recalibration(Phi, self.matrix) if self.layout_ok else np.asarray(Phi)
+        w = np.exp(self.log_w - self.log_w.max())
+        mean_p = phi @ (self.theta.T @ (w / w.sum()))
+        if self.blend:
+            a = self.log_ev_particles - self.log_ev_mixture
+            share = 1.0 / (1.0 + np.exp(-np.clip(a, -50, 50)))
+            mean_p = share * mean_p + (1.0 - share) * (phi @ self.belief.mean())
+        i, j = top_two(mean_p + 1e-9 * self.rng.random(self.K))
+        i, j = int(i), int(j)
+        remaining = self.S - self.t - 1
+        if self.particle_pair == "lookahead" and remaining > 0 and len(self.recent) > 1:
+            i, j = self._lookahead(phi, w / w.sum(), remaining, (i, j))
+        self._last = (i, j, phi[i] - phi[j])
+        return i, j
+
+    def _lookahead(self, phi, w, remaining, greedy):
+        """Exact lookahead over the particles, future questions drawn from the bank."""
+        rounds = min(self.horizon, remaining + 1)
+        bank = self._bank_buf[self._bank_start : self._bank_start + self._bank_len][:-1]
+        pick = self.rng.integers(0, len(bank), (self.sequences, rounds - 1))
+        feats = np.concatenate(
+            [np.broadcast_to(phi, (self.sequences, 1, *phi.shape)), bank[pick]], axis=1
+        )  # (L, T, K, d)
+        keep = w > 1e-6 * w.max()
+        theta, wk = self.theta[keep], w[keep] / w[keep].sum()
+        util = np.einsum("ltkd,md->ltmk", feats, theta)
+        lo = headroom.pair_likelihoods(feats[:, :-1], theta, beta=1.0)  # (L, T-1, P, M)
+        values = headroom.lookahead_values(
+            util, lo, np.broadcast_to(wk, (self.sequences, wk.size)).copy()
+        ).mean(axis=0)
+        best = int(np.argmax(values))
+        pairs = pairs_of(self.K)
+        i, j = int(pairs[best, 0]), int(pairs[best, 1])
+        mean_now = phi @ (theta.T @ wk)
+        return (j, i) if mean_now[j] > mean_now[i] else (i, j)
+
+    def update(self, outcome: int) -> None:
+        if self.theta is not None:
+            z = self._last[2]
+            y = int(outcome)
+            logit = self.theta @ z
+            ll = log_expit(logit if y == 1 else -logit)
+            w = np.exp(self.log_w - self.log_w.max())
+            w /= w.sum()
+            self.log_ev_particles += float(np.log(max(w @ np.exp(ll), 1e-300)))
+            self.log_ev_mixture += float(np.log(max(self._mixture_predictive(z, y), 1e-300)))
+            self.log_w = self.log_w + ll
+        super().update(outcome)
+
+    def _mixture_predictive(self, z: np.ndarray, y: int) -> float:
+        p = self.belief.predictive(z)
+        return p if y == 1 else 1.0 - p
+
+
+class MixtureLookaheadCODuel(ParticleCODuel):
+    """CODuel whose pair comes from the exact particle lookahead on draws from its own belief
+    (the mixture of Laplace posteriors after this session's clicks), redrawn every round."""
+
+    def __init__(self, draws: int = 128, **settings) -> None:
+        super().__init__(pair="lookahead", **settings)
+        self.draws = draws
+
+    def start_student(self) -> None:
+        CODuel.start_student(self)
+        self.theta = None
+
+    def select(self, Phi: np.ndarray) -> tuple[int, int]:
+        pair = CODuel.select(self, Phi)
+        active = self.population and (self.gate_open or not self.gate)
+        remaining = self.S - self.t - 1
+        if not active or remaining <= 0 or len(self.recent) < 2:
+            return pair
+        b = self.belief
+        c = self.rng.choice(len(b.weights), self.draws, p=b.weights)
+        chol = np.linalg.cholesky(b.sigma + 1e-12 * np.eye(self.d))
+        eps = self.rng.standard_normal((self.draws, self.d))
+        self.theta = b.mu[c] + np.einsum("nij,nj->ni", chol[c], eps)
+        phi = apply_recalibration(Phi, self.matrix) if self.layout_ok else np.asarray(Phi)
+        w = np.full(self.draws, 1.0 / self.draws)
+        i, j = self._lookahead(phi, w, remaining, pair)
+        self.theta = None
+        self._last = (i, j, phi[i] - phi[j])
+        return i, j
+
+
+class RefinedCODuel(CODuel):
+    """CODuel whose users' likelihood summaries are re-linearized at their posterior mode under
+    the population (the most responsible component as the prior, Newton on the exact logistic
+    likelihood) instead of the one-pass Laplace filter from the isotropic prior: the new user's
+    at the end of each session, every user's at each refit."""
+
+    def __init__(self, newton: int = 8, **settings) -> None:
+        super().__init__(**settings)
+        self.newton = newton
+
+    def _solo_summary(self):
+        lam, h = super()._solo_summary()
+        if self.n_sessions < 2:
+            return lam, h
+        lam2, h2 = self._refine([self.n_sessions - 1], lam[None], h[None])
+        return lam2[0], h2[0]
+
+    def _learn_population(self, recal: bool, refit: bool) -> None:
+        super()._learn_population(recal, refit)
+        if refit and self.n_sessions >= 2:
+            n = self.n_sessions
+            lam, h = self._refine(range(n), self.lam.copy(), self.h.copy())
+            self._lam[:n], self._h[:n] = lam, h
+
+    def _refine(self, users, lam, h):
+        z, y = self._click_features(users)
+        loglik, m, _ = component_evidence(lam, h, self.pop.mu, self.pop.cov)
+        logr = loglik + np.log(np.maximum(self.pop.weights(), 1e-300))
+        c = logr.argmax(axis=1)
+        prec0 = np.linalg.inv(self.pop.cov)[c]
+        m0 = self.pop.mu[c]
+        theta = np.einsum("ncd->nd", m[np.arange(len(c)), c][:, None])
+        valid = np.abs(z).sum(axis=-1) > 0
+        for _ in range(self.newton):
+            p = 1.0 / (1.0 + np.exp(-np.einsum("nsd,nd->ns", z, theta)))
+            w = p * (1 - p) * valid
+            like_h = np.einsum("ns,nsd,nse->nde", w, z, z)
+            grad = np.einsum("nde,ne->nd", prec0, m0 - theta) + np.einsum(
+                "ns,nsd->nd", (y - p) * valid, z
+            )
+            theta = theta + np.linalg.solve(prec0 + like_h, grad[..., None])[..., 0]
+        p = 1.0 / (1.0 + np.exp(-np.einsum("nsd,nd->ns", z, theta)))
+        w = p * (1 - p) * valid
+        lam = np.einsum("ns,nsd,nse->nde", w, z, z)
+        h = np.einsum("nde,ne->nd", lam, theta) + np.einsum("ns,nsd->nd", (y - p) * valid, z)
+        return lam, h
+
+
+class KindCODuel(CODuel):
+    """CODuel on persona-by-kind features: the chains' questions come in a fixed order of
+    kinds (definition, computation, why), so round t's kind is known from t mod 3; the
+    features become ``[e_p x kind, g]`` (d = 3K + 1). The layout is no longer ``[e_p, g]``,
+    so CODuel's recalibration is off (compare with ``coduel:recal=off``)."""
+
+    #: Scale of the kind-specific deviations (0: separate persona effects per kind; > 0:
+    #: shared persona effects plus deviations of prior s.d. ``deviation``).
+    deviation = 0.0
+
+    def reset(self, rng, context) -> None:
+        k = int(context["K"])
+        d = 3 * k + 1 if not self.deviation else 4 * k + 1
+        super().reset(rng, dict(context, d=d))
+
+    def select(self, Phi: np.ndarray) -> tuple[int, int]:
+        k = Phi.shape[0]
+        pos = self.t % 3
+        rows = np.arange(k)
+        if not self.deviation:
+            ext = np.zeros((k, 3 * k + 1))
+            ext[rows, pos * k + rows] = 1.0
+        else:
+            ext = np.zeros((k, 4 * k + 1))
+            ext[rows, rows] = 1.0
+            ext[rows, k + pos * k + rows] = self.deviation
+        ext[:, -1] = Phi[:, -1]
+        return super().select(ext)
+
+
+class OracleMapCODuel(CODuel):
+    """Diagnostic, not a policy: CODuel with the rater map fixed to the hindsight best map
+    (fitted on the true utilities of every arrival), never refitted."""
+
+    oracle_map: np.ndarray | None = None
+
+    def reset(self, rng, context) -> None:
+        super().reset(rng, context)
+        self.matrix = self.oracle_map
+        self.recal = False
+
+
+class OracleSummaryCODuel(CODuel):
+    """Diagnostic, not a policy: CODuel (recalibration off) whose population is fitted on the
+    exact weights of the completed users (hindsight least squares, in logits) instead of their
+    clicks' likelihood summaries."""
+
+    exact: np.ndarray | None = None
+    precision = 100.0
+
+    def __init__(self, **settings) -> None:
+        super().__init__(recal="off", **settings)
+
+    def _solo_summary(self):
+        theta = self.exact[self.n_sessions - 1]
+        return self.precision * np.eye(self.d), self.precision * theta
+
+
+def run(roster: str, seed: int, make) -> tuple[float, float]:
+    world = parse_world(roster).make(seed)
+    policy = make()
+    if isinstance(policy, OracleSummaryCODuel):
+        policy.exact = headroom.BETA * references.linear_oracle_theta(world.Phi, world.U)
+    if isinstance(policy, OracleMapCODuel):
+        x = headroom_recal.fixed_features(world)
+        policy.oracle_map = headroom_recal.fit_map(
+            headroom_recal.MapStats.of(x, world.Phi[..., -1], world.U)
+        )
+    start = time.process_time()
+    traj = play(world, policy, policy_rng(seed, "prototype"))
+    cpu = time.process_time() - start
+    return summarize(world, traj.first, traj.second)["score"], cpu
+
+
+def variants(names: list[str]) -> dict:
+    out = {"coduel": CODuel, "coduel:pair=greedy": lambda: CODuel(pair="greedy")}
+    for name in names:
+        if name.startswith("coduel:"):
+            kw = dict(item.split("=") for item in name.split(":", 1)[1].split(";"))
+            kw = {
+                k: (v if not v.replace(".", "").isdigit() else float(v) if "." in v else int(v))
+                for k, v in kw.items()
+            }
+            out[name] = lambda kw=kw: CODuel(**kw)
+            continue
+        if name.startswith("kind-dev"):
+            scale = float(name.split("=")[1])
+            out[name] = type("KindDev", (KindCODuel,), {"deviation": scale})
+            continue
+        if name == "kind":
+            out[name] = KindCODuel
+            out["coduel:recal=off"] = lambda: CODuel(recal="off")
+            continue
+        if name == "refined":
+            out[name] = RefinedCODuel
+            continue
+        if name == "oracle-map":
+            out[name] = OracleMapCODuel
+            continue
+        if name == "oracle-summaries":
+            out[name] = OracleSummaryCODuel
+            out["coduel:recal=off"] = lambda: CODuel(recal="off")
+            continue
+        parts = name.split("+")
+        kwargs = {"particles": parts[0]}
+        if parts[0] == "mixlook":
+            kwargs = {}
+            for p in parts[1:]:
+                key = {"h": "horizon", "L": "sequences", "D": "draws"}[p[0]]
+                kwargs[key] = int(p[1:])
+            out[name] = lambda kwargs=kwargs: MixtureLookaheadCODuel(**kwargs)
+            continue
+        for p in parts[1:]:
+            if p == "blend":
+                kwargs["blend"] = True
+            elif p.startswith("m"):
+                kwargs["max_particles"] = int(p[1:])
+            elif p == "coduelpair":
+                kwargs["pair"] = "coduel"
+            elif p == "look":
+                kwargs["pair"] = "lookahead"
+            elif p.startswith("h"):
+                kwargs["horizon"] = int(p[1:])
+            elif p.startswith("L"):
+                kwargs["sequences"] = int(p[1:])
+        out[name] = lambda kwargs=kwargs: ParticleCODuel(**kwargs)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--roster", default="dev")
+    parser.add_argument("--seeds", default="0-7")
+    parser.add_argument("--variants", default="draw,mean,iso")
+    args = parser.parse_args()
+    if args.roster != "dev" and not args.roster.startswith("control"):
+        parser.error("a prototype is tuned on dev (and checked on the controls) only")
+    seeds = parse_seeds(args.seeds)
+    table = variants([v for v in args.variants.split(",") if v])
+    scores = {k: {} for k in table}
+    cpu = {k: [] for k in table}
+    with threadpool_limits(1):
+        for seed in seeds:
+            for name, make in table.items():
+                s, c = run(args.roster, seed, make)
+                scores[name][seed] = s
+                cpu[name].append(c)
+            print(
+                f"seed {seed}: " + "  ".join(f"{k} {v[seed]:.2f}" for k, v in scores.items()),
+                flush=True,
+            )
+    print(f"\n{args.roster}, {len(seeds)} seeds (each an independent world)")
+    for name in table:
+        v = np.array([scores[name][s] for s in seeds])
+        diff = v - np.array([scores["coduel"][s] for s in seeds])
+        half = stats.t.ppf(0.975, diff.size - 1) * diff.std(ddof=1) / np.sqrt(diff.size)
+        print(
+            f"{name:24s} {v.mean():6.2f} ± {v.std(ddof=1) / np.sqrt(v.size):.2f}  "
+            f"vs coduel {diff.mean():+.2f} [{diff.mean() - half:+.2f}, {diff.mean() + half:+.2f}]"
+            f"  cpu {np.mean(cpu[name]):.2f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()
