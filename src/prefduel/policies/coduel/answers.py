@@ -15,6 +15,9 @@ answer model (`prefduel.core.answer_model`) reads those utilities divided by the
 step (exact mode by Newton, covariance at the mode) and returns each one's log evidence, so a
 mixture's weights follow the answers as they follow clicks. `information_gain` scores every
 question by the mutual information between its answer and theta under a mixture, from draws.
+
+Both run compiled when numba is installed (`prefduel.policies.coduel.ask_kernels`, the same
+arithmetic in loops; ``PREFDUEL_NUMBA=0`` keeps the numpy code below).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from prefduel.core import jit
 from prefduel.core.answer_model import (
     LEVEL_CUTS,
     answer_entropy,
@@ -32,6 +36,7 @@ from prefduel.core.answer_model import (
     pair_probabilities,
 )
 from prefduel.core.btl import sigmoid
+from prefduel.policies.coduel import ask_kernels
 
 NEWTON_STEPS = 30
 TOLERANCE = 1e-10
@@ -46,15 +51,30 @@ def utility_map(k: int, d: int, gbar: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def question_features(question: dict[str, Any], utility: np.ndarray, noise: float) -> np.ndarray:
+def question_features(
+    question: dict[str, Any],
+    utility: np.ndarray,
+    noise: float,
+    direction: np.ndarray | None = None,
+) -> np.ndarray:
     """A question's features: ``z`` (d,) for ``pair`` and ``level``, ``M / noise`` (K, d) for
-    ``least`` (see the module docstring)."""
+    ``least`` (see the module docstring).
+
+    Args:
+        question: The public question.
+        utility: ``M`` (K, d).
+        noise: The answer noise.
+        direction: A ``level`` question's `level_direction`, if already known (it depends on
+            the loadings only).
+    """
     kind = question["kind"]
     if kind == "pair":
         a, b = question["pair"]
         return (utility[a] - utility[b]) / noise
     if kind == "level":
-        return level_direction(np.asarray(question["loadings"], dtype=float)) @ utility / noise
+        if direction is None:
+            direction = level_direction(np.asarray(question["loadings"], dtype=float))
+        return direction @ utility / noise
     return utility / noise
 
 
@@ -69,19 +89,54 @@ def answer_probabilities(kind: str, features: np.ndarray, theta: np.ndarray) -> 
 
 
 def observe_answer(
-    kind: str, features: np.ndarray, answer: int, mu: np.ndarray, sigma: np.ndarray
+    kind: str,
+    features: np.ndarray,
+    answer: int,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    compiled: bool | None = None,
 ) -> np.ndarray:
     """Laplace update of ``N(mu[c], sigma[c])`` (C, d), (C, d, d) on one answer, in place.
+
+    Args:
+        kind, features, answer: The question's kind and features, and its answer.
+        mu, sigma: The Gaussians; C-contiguous float64, overwritten.
+        compiled: False for the numpy path even when numba is enabled (the two paths agree
+            to rounding, not to the bit); by default the compiled kernels when it is.
 
     Returns:
         ``(C,)`` each Gaussian's log evidence of the answer (Laplace approximation).
     """
+    if jit.ENABLED and compiled is not False:
+        evidence = _observe_compiled(kind, features, answer, mu, sigma)
+        if evidence is not None:
+            return evidence
     if kind == "least":
         return _observe_least(features, answer, mu, sigma)
     grad_hess = _pair_terms if kind == "pair" else _level_terms
     return np.array(
         [_observe_rank_one(features, answer, grad_hess, mu[c], sigma[c]) for c in range(len(mu))]
     )
+
+
+def _observe_compiled(
+    kind: str, features: np.ndarray, answer: int, mu: np.ndarray, sigma: np.ndarray
+) -> np.ndarray | None:
+    """`observe_answer` by the compiled kernels; None (nothing changed) where a ``least``
+    step meets a matrix that is not numerically positive definite: numpy's path then runs."""
+    if kind != "least":
+        level = kind == "level"
+        z = np.ascontiguousarray(features, dtype=float)
+        return ask_kernels.observe_rank_one(z, answer, level, mu, sigma, NEWTON_STEPS, TOLERANCE)
+    utility = np.ascontiguousarray(features, dtype=float)
+    ok, new_mu, new_sigma, evidence = ask_kernels.observe_least(
+        utility, answer, mu, sigma, NEWTON_STEPS, TOLERANCE
+    )
+    if not ok:
+        return None
+    mu[:] = new_mu
+    sigma[:] = new_sigma
+    return evidence
 
 
 def _pair_terms(u: float, answer: int) -> tuple[float, float, float]:
@@ -170,6 +225,9 @@ def information_gain(kinds: list[str], features: list[np.ndarray], theta: np.nda
     out = np.empty(len(kinds))
     for kind in set(kinds):
         index = [q for q, k in enumerate(kinds) if k == kind]
+        if jit.ENABLED:
+            out[index] = _gain_compiled(kind, [features[q] for q in index], theta)
+            continue
         if kind == "least":  # (n, Q, K): each question's utilities
             latent = np.einsum("nd,qkd->nqk", theta, np.stack([features[q] for q in index]))
             probs = least_probabilities(latent)
@@ -178,6 +236,18 @@ def information_gain(kinds: list[str], features: list[np.ndarray], theta: np.nda
             probs = pair_probabilities(latent) if kind == "pair" else level_probabilities(latent)
         out[index] = answer_entropy(probs.mean(axis=0)) - answer_entropy(probs).mean(axis=0)
     return out
+
+
+def _gain_compiled(kind: str, features: list[np.ndarray], theta: np.ndarray) -> np.ndarray:
+    """`information_gain` of questions of one kind by the compiled kernels; the sigmoids'
+    exponentials and logarithms are taken here, over whole arrays."""
+    stacked = np.stack(features).astype(float, copy=False)
+    if kind == "least":
+        return ask_kernels.least_gains(theta, stacked)
+    latent = theta @ stacked.T  # (n, Q)
+    x = latent[..., None] if kind == "pair" else np.asarray(LEVEL_CUTS) - latent[..., None]
+    e = np.exp(-np.abs(x))
+    return ask_kernels.sigmoid_gains(x, e, np.log1p(e), kind == "level")
 
 
 def decision_gain(

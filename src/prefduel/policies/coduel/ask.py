@@ -30,9 +30,12 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from prefduel.core.answer_model import DEFAULT_ANSWER_NOISE
+from prefduel.core import jit
+from prefduel.core.answer_model import DEFAULT_ANSWER_NOISE, level_direction
+from prefduel.core.laplace import laplace_update
 from prefduel.policies.base import Count, NonNegative, Positive
 from prefduel.policies.coduel import answers as model
+from prefduel.policies.coduel.ask_kernels import replay_clicks
 from prefduel.policies.coduel.policy import CODuel
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
@@ -83,10 +86,16 @@ class CODuelAsk(CODuel):
         super().reset(rng, context)
         self.questions = list(context.get("questions", []))
         self.budget = int(context.get("ask_budget", 0))
+        self._directions = [  # a level question's direction depends on its loadings only
+            level_direction(np.asarray(q["loadings"], dtype=float))
+            if q["kind"] == "level"
+            else None
+            for q in self.questions
+        ]
 
     def start_student(self) -> None:
         super().start_student()
-        self.clicks_only = LaplaceBelief.isotropic(self.d, self.prior_var)
+        self.clicks: list[tuple[np.ndarray, int]] = []  # the session's clicks, for its summary
         self.asked: set[int] = set()
         self._session: tuple[np.ndarray, list[np.ndarray]] | None = None
 
@@ -119,11 +128,16 @@ class CODuelAsk(CODuel):
         kind = self.questions[question]["kind"]
         feats = self._session_features()[1][question]
         belief = self.belief
-        evidence = model.observe_answer(kind, feats, int(value), belief.mu, belief.sigma)
+        # value=decision chooses among questions whose values often differ by rounding alone
+        # (many are exactly 0 in exact arithmetic), so it keeps the numpy path it was run with
+        compiled = self.value == "info"
+        evidence = model.observe_answer(
+            kind, feats, int(value), belief.mu, belief.sigma, compiled=compiled
+        )
         belief.log_weight = belief.log_weight + evidence
         belief._weights = None  # the weights moved with the evidence
         mu, sigma = self.solo.mu[None].copy(), self.solo.sigma[None].copy()
-        model.observe_answer(kind, feats, int(value), mu, sigma)
+        model.observe_answer(kind, feats, int(value), mu, sigma, compiled=compiled)
         self.solo = LaplaceBelief(mu[0], sigma[0])
 
     def _asking_belief(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -148,7 +162,8 @@ class CODuelAsk(CODuel):
                 gbar = bank[:, :, -1].mean(axis=0)
             utility = model.utility_map(self.K, self.d, gbar)
             features = [
-                model.question_features(q, utility, self.answer_noise) for q in self.questions
+                model.question_features(q, utility, self.answer_noise, direction)
+                for q, direction in zip(self.questions, self._directions, strict=True)
             ]
             self._session = (utility, features)
         return self._session
@@ -157,11 +172,26 @@ class CODuelAsk(CODuel):
 
     def update(self, outcome: int) -> None:
         if self._last is not None:
-            self.clicks_only.observe(self._last[2], int(outcome))
+            self.clicks.append((self._last[2], int(outcome)))
         super().update(outcome)
+
+    def clicks_only(self) -> LaplaceBelief:
+        """The learner that saw the session's clicks alone: the per-click Laplace pass of
+        `LaplaceBelief.observe` from the isotropic prior, made when the summary needs it."""
+        mu = np.zeros((1, self.d))
+        sigma = (self.prior_var * np.eye(self.d))[None].copy()
+        if self.clicks and jit.ENABLED:  # the same compiled step, one call for the session
+            z = np.array([z for z, _ in self.clicks], dtype=float)
+            y = np.array([y for _, y in self.clicks], dtype=float)
+            replay_clicks(mu, sigma, z, y)
+        else:
+            for z, y in self.clicks:
+                laplace_update(mu, sigma, z, y)
+        return LaplaceBelief(mu[0], sigma[0])
 
     def _solo_summary(self) -> tuple[np.ndarray, np.ndarray]:
         """The session's clicks' likelihood summary, read off the clicks-only learner."""
-        prec = np.linalg.inv(self.clicks_only.sigma)
+        learner = self.clicks_only()
+        prec = np.linalg.inv(learner.sigma)
         prec = 0.5 * (prec + prec.T)
-        return prec - np.eye(self.d) / self.prior_var, prec @ self.clicks_only.mu
+        return prec - np.eye(self.d) / self.prior_var, prec @ learner.mu
