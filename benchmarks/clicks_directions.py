@@ -2,7 +2,8 @@
 
 Each variant is CODuel with one change; the script prints its score (mean ± s.e. over seeds,
 each seed an independent world), the paired difference to CODuel on the same seeds (95% t
-interval) and CPU seconds per 350-arrival run. Variants (``--variants``, comma-separated):
+interval) and CPU seconds per run (300 arrivals on `dev`). Variants (``--variants``,
+comma-separated):
 
 * ``draw``, ``mean``, ``iso`` (``+look``, ``+blend``, ``+mN``): a *particle* prior. CODuel
   learns its population as usual; at each arrival every earlier user becomes one particle,
@@ -57,6 +58,12 @@ points, paired difference to CODuel):
 | ``coduel:recal=off`` | 50.28 | -0.12 [-1.74, +1.50] |
 | diagnostic ``oracle-map`` | 50.67 | +0.27 [-1.29, +1.83] |
 | diagnostic ``oracle-summaries`` | 52.47 | +2.07 [+0.66, +3.49] |
+
+Seeds 0-31 (CODuel 48.81 ± 0.38): ``mixlook`` +0.40 [-0.40, +1.20] (6.4 s CPU per run),
+``mixlook+h6`` +0.70 [-0.20, +1.60] (11.8 s), ``coduel:alpha=5.0`` -0.10 [-0.92, +0.73],
+``coduel:pair=greedy`` -1.36 [-1.90, -0.81], ``coduel:recal=off`` -0.52 [-1.35, +0.30],
+diagnostic ``oracle-summaries`` +2.69 [+1.85, +3.52]. (CODuel's figure differs from the
+leaderboard's 49.06 because the prototypes draw from another random stream.)
 
     python benchmarks/clicks_directions.py --seeds 0-7 --variants draw,draw+look,mixlook
     python benchmarks/clicks_directions.py --seeds 0-7 --variants oracle-map,oracle-summaries
