@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from prefduel.runner import headroom_ask
 from prefduel.runner.headroom import NO_OTHER_USERS, play_oracle_prior
 from prefduel.runner.headroom_ask import ask_by_information, play_oracle_prior_ask
 from prefduel.runner.references import linear_oracle_theta, reference_rows, undefined_references
 from prefduel.stats.summary import REFERENCE_LEGEND
-from prefduel.worlds import parse_world
+from prefduel.worlds import get_roster, parse_world
+from prefduel.worlds.tutorsim import generate_world
 
 
 def test_the_question_that_tells_the_particles_apart_is_asked_first():
@@ -57,3 +61,18 @@ def test_a_track_of_one_student_leaves_the_asking_reference_undefined():
     plain = parse_world("dev").make(0)
     plain.student_index[:] = 2
     assert "ref:oracle-prior-ask" not in undefined_references(plain)
+
+
+def test_the_arrivals_valued_together_do_not_change_the_row(monkeypatch):
+    """Arrivals are independent given the particles: valued a few at a time (to keep the
+    arrays small) the questions, weights and pairs are those of the whole world at once."""
+    world = replace(generate_world(replace(get_roster("dev"), arrivals=40), 3), ask_budget=2)
+    theta = linear_oracle_theta(world.Phi, world.U)
+    monkeypatch.setattr(headroom_ask, "ARRIVAL_CHUNK", 1000)
+    whole, asked_whole = play_oracle_prior_ask(world, theta, 2)
+    monkeypatch.setattr(headroom_ask, "ARRIVAL_CHUNK", 7)
+    chunked, asked_chunked = play_oracle_prior_ask(world, theta, 2)
+    np.testing.assert_array_equal(asked_chunked, asked_whole)
+    np.testing.assert_array_equal(chunked.log_weights, whole.log_weights)
+    np.testing.assert_array_equal(chunked.first, whole.first)
+    np.testing.assert_array_equal(chunked.second, whole.second)
