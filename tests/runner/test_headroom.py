@@ -15,6 +15,8 @@ from prefduel.core.regret import pair_regret
 from prefduel.runner.headroom import (
     BETA,
     NO_OTHER_USERS,
+    _round_likelihoods,
+    _top_two_sums,
     lookahead_values,
     normalized,
     pair_likelihoods,
@@ -284,3 +286,20 @@ def test_a_world_of_one_student_leaves_the_prior_rows_undefined():
     rows = {r["policy"]: r for r in reference_rows(world)}
     assert rows["ref:oracle-prior"]["undefined"] == NO_OTHER_USERS
     assert "undefined" not in rows["ref:oracle-user"]
+
+
+def test_the_lookahead_rows_likelihoods_and_best_pairs_are_those_of_the_plain_functions():
+    """The lookahead row's own layout of the click likelihoods, its logistic in place and its
+    top two by argmax give the values and pairs of `pair_likelihoods` and `top_two` to the bit
+    (ties to the lower index included)."""
+    world, theta = _world_and_theta(2, n=6, s=5)
+    plain = pair_likelihoods(world.Phi, theta)
+    np.testing.assert_array_equal(_round_likelihoods(world.Phi, theta, BETA), plain[:, :-1])
+    scores = np.random.default_rng(0).normal(size=(4, 30, 6)).round(1)  # many exact ties
+    scores[0, 0] = 0.5
+    best, second, total = _top_two_sums(scores)
+    plain_best, plain_second = top_two(scores)
+    np.testing.assert_array_equal(best, plain_best)
+    np.testing.assert_array_equal(second, plain_second)
+    rows = np.indices(best.shape)
+    np.testing.assert_array_equal(total, scores[(*rows, best)] + scores[(*rows, plain_second)])

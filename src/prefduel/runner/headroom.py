@@ -140,20 +140,32 @@ def lookahead_values(
             lik = lo_wins[:, 0]
         else:
             lik = buffers[0][: n * b * m].reshape(n * b, m)
-            np.take(lo_wins[:, t - 1].reshape(n * n_pairs, m), (offsets + shown).ravel(), 0, lik)
+            rows = (offsets + shown).ravel()  # valid: "clip" only spares take a buffered copy
+            np.take(lo_wins[:, t - 1].reshape(n * n_pairs, m), rows, 0, lik, mode="clip")
             lik = lik.reshape(n, b, m)
         out = buffers[1 + t % 2][: n * 2 * b * m].reshape(n, 2 * b, m)
         np.multiply(joint, lik, out=out[:, :b])
         np.subtract(joint, out[:, :b], out=out[:, b:])
         joint = out
         branch_mean = joint @ util[:, t]  # (n, B, K), unnormalized
-        best, second = top_two(branch_mean)
-        gain = np.take_along_axis(branch_mean, best[..., None], -1) + np.take_along_axis(
-            branch_mean, second[..., None], -1
-        )
+        best, second, gain = _top_two_sums(branch_mean)
         values = values + gain.reshape(n, -1, n_pairs).sum(axis=1)
         shown = pair_id[best, second]
     return values
+
+
+def _top_two_sums(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`prefduel.core.btl.top_two` of ``scores (..., K)`` (ties to the lower index) and the sum
+    of the two scores, by two ``argmax`` instead of a sort (the same pairs and sums)."""
+    flat = scores.reshape(-1, scores.shape[-1])
+    rows = np.arange(flat.shape[0])
+    best = flat.argmax(axis=1)  # the first of equal maxima, as the stable sort puts it first
+    top = flat[rows, best]
+    rest = flat.copy()
+    rest[rows, best] = -np.inf
+    second = rest.argmax(axis=1)
+    shape = scores.shape[:-1]
+    return best.reshape(shape), second.reshape(shape), (top + flat[rows, second]).reshape(shape)
 
 
 def _buffers(workspace: list[np.ndarray] | None, size: int) -> list[np.ndarray]:
@@ -224,7 +236,7 @@ def _play_arrivals(
     pairs = pairs_of(world.K)
     if theta.ndim == 2:  # one set of particles for every arrival
         util = theta @ np.swapaxes(world.Phi[arrivals], -1, -2)  # (n, S, M, K)
-        lo_wins = pair_likelihoods(world.Phi[arrivals], theta, beta) if horizon > 1 else None
+        lo_wins = _round_likelihoods(world.Phi[arrivals], theta, beta) if horizon > 1 else None
     else:  # each arrival's own particles
         util, lo_wins = _own_particles(world.Phi[arrivals], theta[arrivals], beta, horizon)
     log_w = run.log_weights[arrivals]
@@ -244,6 +256,29 @@ def _play_arrivals(
         logit = beta * (util[rows, s, :, i] - util[rows, s, :, j])  # (n, M)
         log_w = log_w + log_click_likelihood(logit, won[:, None])
     run.log_weights[arrivals] = log_w
+
+
+def _round_likelihoods(phi: np.ndarray, theta: np.ndarray, beta: float) -> np.ndarray:
+    """`pair_likelihoods` ``(n, S - 1, P, M)`` of the rounds the lookahead reads (all but the
+    last), the same values: stored round by round, so that one round of all arrivals is one
+    block `lookahead_values` gathers from without a copy, and the logistic is computed in place
+    (three arrays of fresh memory instead of seven)."""
+    pairs = pairs_of(phi.shape[-2])
+    rounds = np.swapaxes(phi[:, :-1], 0, 1)  # (S - 1, n, K, d)
+    logit = (beta * (rounds[..., pairs[:, 0], :] - rounds[..., pairs[:, 1], :])) @ theta.T
+    _sigmoid_in_place(logit)
+    return np.swapaxes(logit, 0, 1)
+
+
+def _sigmoid_in_place(x: np.ndarray) -> None:
+    """`prefduel.core.btl.sigmoid` of ``x`` written over ``x``, by the same operations:
+    ``where(x >= 0, 1, e) / (1 + e)`` with ``e = exp(-|x|)``."""
+    e = np.abs(x)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    numerator = np.where(x >= 0, 1.0, e)
+    np.add(e, 1.0, out=e)
+    np.divide(numerator, e, out=x)
 
 
 def _own_particles(
