@@ -12,6 +12,7 @@ import pytest
 from pb_toys import make_world
 from prefduel.core.btl import pairs_of, top_two
 from prefduel.core.regret import pair_regret
+from prefduel.runner import headroom
 from prefduel.runner.headroom import (
     BETA,
     NO_OTHER_USERS,
@@ -303,3 +304,14 @@ def test_the_lookahead_rows_likelihoods_and_best_pairs_are_those_of_the_plain_fu
     np.testing.assert_array_equal(second, plain_second)
     rows = np.indices(best.shape)
     np.testing.assert_array_equal(total, scores[(*rows, best)] + scores[(*rows, plain_second)])
+
+
+@pytest.mark.parametrize("horizon", [1, 3])
+def test_the_arrivals_played_together_do_not_change_the_rows(horizon, monkeypatch):
+    world, theta = _world_and_theta(4, n=12, s=6)
+    monkeypatch.setattr(headroom, "GREEDY_CHUNK", 1000)
+    whole = play_oracle_prior(world, theta, horizon=horizon, chunk=1000)
+    monkeypatch.setattr(headroom, "GREEDY_CHUNK", 5)
+    chunked = play_oracle_prior(world, theta, horizon=horizon, chunk=5)
+    for field in ("first", "second", "first_won", "log_weights"):
+        np.testing.assert_array_equal(getattr(chunked, field), getattr(whole, field))
