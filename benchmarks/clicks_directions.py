@@ -73,6 +73,7 @@ leaderboard's 49.06 because the prototypes draw from another random stream.)
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 
 import numpy as np
@@ -82,6 +83,7 @@ from threadpoolctl import threadpool_limits
 
 from prefduel.cli.main import parse_seeds
 from prefduel.core.btl import pairs_of, top_two
+from prefduel.policies.coduel.incremental import IncrementalEM
 from prefduel.policies.coduel.policy import CODuel
 from prefduel.policies.coduel.population import component_evidence
 from prefduel.policies.coduel.recal import apply_recalibration
@@ -307,6 +309,113 @@ class KindCODuel(CODuel):
         return super().select(ext)
 
 
+class RestartCODuel(CODuel):
+    """CODuel whose population is also refitted from scratch at each refit point: mixtures of
+    ``sizes`` components, each started from k-means on the users' isotropic posterior means
+    (``restarts`` times), soft EM, and the one of best BIC replaces the learned mixture when
+    its BIC is higher (model selection and a wider search than births and splits)."""
+
+    def __init__(
+        self, sizes=(4, 6, 8, 10, 12), restarts: int = 2, iters: int = 20, growth=1.0, **kw
+    ):
+        super().__init__(**kw)
+        self.sizes, self.restarts, self.iters = sizes, restarts, iters
+        self.adopted, self.growth, self.last_restart = 0, growth, 0
+
+    def _learn_population(self, recal: bool, refit: bool) -> None:
+        super()._learn_population(recal, refit)
+        due = self.n_sessions >= 30 and self.n_sessions >= self.growth * self.last_restart
+        if refit and self.population and due:
+            self.last_restart = self.n_sessions
+            self._restart()
+
+    def _bic(self, pop) -> float:
+        loglik, _, _ = component_evidence(self.lam, self.h, pop.mu, pop.cov)
+        penalty = pop.split_penalty(self.n_sessions) * pop.n_learned
+        return pop._total_loglik(loglik, pop.counts) - penalty
+
+    def _restart(self) -> None:
+        lam, h = self.lam, self.h
+        theta = np.linalg.solve(lam + np.eye(self.d) / self.prior_var, h[..., None])[..., 0]
+        best, best_bic = None, self._bic(self.pop)
+        for size in self.sizes:
+            for _ in range(self.restarts):
+                cand = self._candidate(theta, size)
+                if cand is None:
+                    continue
+                cand.fit(lam, h, self.iters)
+                bic = self._bic(cand)
+                if bic > best_bic:
+                    best, best_bic = cand, bic
+        if best is not None:
+            self.adopted += 1
+            self.pop.mu, self.pop.cov, self.pop.counts = best.mu, best.cov, best.counts
+            self.pop.born = [0] * best.mu.shape[0]
+            self.em_state = IncrementalEM(self.pop, self.em_chunk)
+            self.em_state.full_pass(lam, h, 1)
+
+    def _candidate(self, theta: np.ndarray, size: int):
+        n = theta.shape[0]
+        if n < 2 * size:
+            return None
+        centers = theta[self.rng.choice(n, size, replace=False)]
+        for _ in range(10):
+            assign = ((theta[:, None] - centers[None]) ** 2).sum(-1).argmin(1)
+            for c in range(size):
+                if (assign == c).any():
+                    centers[c] = theta[assign == c].mean(0)
+        cand = copy.deepcopy(self.pop)
+        mus, covs, counts = [np.zeros(self.d)], [self.prior_var * np.eye(self.d)], [0.0]
+        for c in range(size):
+            members = theta[assign == c]
+            if len(members) < 2:
+                continue
+            cov = np.cov(members.T) + 0.1 * np.eye(self.d)
+            mu, cov = cand._project(members.mean(0), cov)
+            mus.append(mu)
+            covs.append(cov)
+            counts.append(float(len(members)))
+        cand.mu, cand.cov, cand.counts = np.stack(mus), np.stack(covs), np.array(counts)
+        cand.born, cand.grace = [0] * len(mus), 0
+        return cand
+
+
+class OracleLabelCODuel(CODuel):
+    """Diagnostic, not a policy: CODuel whose population has one component per true profile
+    (the users' labels known in hindsight), each fitted by deconvolution EM on the users' click
+    summaries: what the population would give from clicks if the clustering were right."""
+
+    labels: np.ndarray | None = None
+
+    def _learn_population(self, recal: bool, refit: bool) -> None:
+        n = self.n_sessions
+        if recal:
+            lam, h, _ = self._summaries(range(n))
+            self._grow(n)
+            self._lam[:n], self._h[:n] = lam, h
+        else:
+            lam, h = self._solo_summary()
+            self._grow(n)
+            self._lam[n - 1], self._h[n - 1] = lam, h
+        labels = self.labels[:n]
+        mus, covs, counts = [np.zeros(self.d)], [self.prior_var * np.eye(self.d)], [0.0]
+        for c in np.unique(labels):
+            users = np.flatnonzero(labels == c)
+            mu, cov = np.zeros(self.d), self.prior_var * np.eye(self.d)
+            for _ in range(5):
+                _, m, second = component_evidence(
+                    self.lam[users], self.h[users], mu[None], cov[None]
+                )
+                mu = m[:, 0].mean(axis=0)
+                cov = second[:, 0].mean(axis=0) - np.outer(mu, mu) + 1e-6 * np.eye(self.d)
+                mu, cov = self.pop._project(mu, cov)
+            mus.append(mu)
+            covs.append(cov)
+            counts.append(float(users.size))
+        self.pop.mu, self.pop.cov = np.stack(mus), np.stack(covs)
+        self.pop.counts, self.pop.n_sessions = np.array(counts), n
+
+
 class OracleMapCODuel(CODuel):
     """Diagnostic, not a policy: CODuel with the rater map fixed to the hindsight best map
     (fitted on the true utilities of every arrival), never refitted."""
@@ -340,6 +449,9 @@ def run(roster: str, seed: int, make) -> tuple[float, float]:
     policy = make()
     if isinstance(policy, OracleSummaryCODuel):
         policy.exact = headroom.BETA * references.linear_oracle_theta(world.Phi, world.U)
+    if isinstance(policy, OracleLabelCODuel):
+        profiles = [world.students[i]["profile"] for i in world.student_index]
+        policy.labels = np.unique(profiles, return_inverse=True)[1]
     if isinstance(policy, OracleMapCODuel):
         x = headroom_recal.fixed_features(world)
         policy.oracle_map = headroom_recal.fit_map(
@@ -372,6 +484,22 @@ def variants(names: list[str]) -> dict:
             continue
         if name == "refined":
             out[name] = RefinedCODuel
+            continue
+        if name.startswith("restart"):
+            kw = {}
+            for part in name.split("+")[1:]:
+                if part.startswith("r"):
+                    kw["restarts"] = int(part[1:])
+                elif part.startswith("i"):
+                    kw["iters"] = int(part[1:])
+                elif part.startswith("g"):
+                    kw["growth"] = float(part[1:])
+                elif part.startswith("s"):
+                    kw["sizes"] = tuple(int(x) for x in part[1:].split("/"))
+            out[name] = lambda kw=kw: RestartCODuel(**kw)
+            continue
+        if name == "oracle-labels":
+            out[name] = OracleLabelCODuel
             continue
         if name == "oracle-map":
             out[name] = OracleMapCODuel

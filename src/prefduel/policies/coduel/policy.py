@@ -49,6 +49,7 @@ from prefduel.policies.coduel.incremental import IncrementalEM, next_full_pass
 from prefduel.policies.coduel.pair_rule import lookahead_pair
 from prefduel.policies.coduel.population import Population, component_evidence
 from prefduel.policies.coduel.recal import apply_recalibration, fit_recalibration
+from prefduel.policies.coduel.restarts import FIRST, replace_population
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
 
@@ -99,6 +100,9 @@ class CODuel(Policy):
             0: every completed user, as in the seed).
         pass_budget: User E-steps a full pass may spend: ``min(10, pass_budget // n)`` EM
             iterations after a refit, at least one (3000; ``em=full`` always does 10).
+        restarts: k-means starts per mixture size when the population is refitted from
+            scratch and kept by BIC (``restarts.py``; with ``em=incremental``; 0: never).
+        restart_growth: Restart at a refit point once the users have grown by this factor.
     """
 
     name = "coduel"
@@ -127,6 +131,8 @@ class CODuel(Policy):
         "recal_growth": NonNegative,
         "recal_window": NonNegativeCount,
         "pass_budget": Count,
+        "restarts": NonNegativeCount,
+        "restart_growth": Positive,
     }
 
     def __init__(
@@ -155,6 +161,8 @@ class CODuel(Policy):
         recal_growth: float = 0.1,
         recal_window: int = 1000,
         pass_budget: int = 3000,
+        restarts: int = 0,
+        restart_growth: float = 2.0,
     ) -> None:
         given = dict(locals())  # every argument is a declared setting
         self.configure(**{name: given[name] for name in CODuel.SETTINGS})
@@ -195,7 +203,7 @@ class CODuel(Policy):
         self._bank_buf = np.zeros((2 * self.bank, self.K, self.d))
         self._bank_start = self._bank_len = 0
         self.gate_open = False
-        self.n_sessions = 0
+        self.n_sessions = self.last_restart = 0
         self.transfer_rounds = 0
 
     def start_student(self) -> None:
@@ -331,6 +339,11 @@ class CODuel(Policy):
         if self.split and n % self.split_every == 0 and self.pop.try_split(self.lam, self.h):
             self.em_state = IncrementalEM(self.pop, self.em_chunk)  # new components
             self.em_state.full_pass(self.lam, self.h, 1)
+        if refit and self.restarts and n >= max(FIRST, self.restart_growth * self.last_restart):
+            self.last_restart = n
+            if replace_population(self.pop, self.lam, self.h, self.rng, self.restarts):
+                self.em_state = IncrementalEM(self.pop, self.em_chunk)
+                self.em_state.full_pass(self.lam, self.h, 1)
 
     @property
     def lam(self) -> np.ndarray:
