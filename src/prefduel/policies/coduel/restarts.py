@@ -5,7 +5,8 @@ EM. EM never leaves the layout it starts from, and on ``dev`` that layout is wor
 decisions than one a search finds: fitted with the true profile of each user known (a
 hindsight diagnostic), the same summaries give a population 1.9 points better. At points of the
 refit schedule, `restarted_population` fits mixtures of several sizes from k-means starts on
-the users' posterior means under the isotropic prior, ``restarts`` starts per size, and returns
+the users' posterior means under the isotropic prior (the tightest of ``restarts`` partitions
+per size), and returns
 the one of highest BIC (the log likelihood of every user's summary less `Population.split_penalty`
 per learned component) if it beats the current mixture's BIC.
 
@@ -48,24 +49,31 @@ def isotropic_means(lam: np.ndarray, h: np.ndarray, prior_var: float) -> np.ndar
     return np.linalg.solve(prec, h[..., None])[..., 0]
 
 
-def kmeans_start(
-    pop: Population, theta: np.ndarray, size: int, rng: np.random.Generator
-) -> Population | None:
-    """A copy of ``pop`` whose learned components are ``size`` k-means clusters of ``theta``
-    (the cluster means, their scatter plus `START_RIDGE`, their sizes as counts); None when
-    there are fewer than two users per cluster."""
-    n, d = theta.shape
-    if n < 2 * size:
-        return None
-    centers = theta[rng.choice(n, size, replace=False)]
+def kmeans(theta: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Lloyd's k-means of ``theta (n, d)`` from ``size`` distinct users as centers.
+
+    Returns:
+        ``(assign (n,), inertia)``: each user's cluster and the summed squared distances.
+    """
+    centers = theta[rng.choice(theta.shape[0], size, replace=False)]
     for _ in range(KMEANS_ITERS):
-        assign = ((theta[:, None] - centers[None]) ** 2).sum(-1).argmin(1)
+        dist = ((theta[:, None] - centers[None]) ** 2).sum(-1)
+        assign = dist.argmin(1)
         for c in range(size):
             if (assign == c).any():
                 centers[c] = theta[assign == c].mean(0)
+    dist = ((theta[:, None] - centers[None]) ** 2).sum(-1)
+    return dist.argmin(1), float(dist.min(1).sum())
+
+
+def kmeans_start(pop: Population, theta: np.ndarray, assign: np.ndarray) -> Population:
+    """A copy of ``pop`` whose learned components are the clusters ``assign`` of ``theta``
+    with at least two users (their means, their scatter plus `START_RIDGE`, their sizes as
+    counts)."""
+    d = theta.shape[1]
     start = copy.deepcopy(pop)
     mus, covs, counts = [pop.mu[0]], [pop.cov[0]], [0.0]
-    for c in range(size):
+    for c in np.unique(assign):
         members = theta[assign == c]
         if len(members) < 2:
             continue
@@ -86,15 +94,15 @@ def restarted_population(
     restarts: int,
     iters: int = 20,
 ) -> Population | None:
-    """The best of ``restarts`` k-means starts per size in `SIZES` (sizes above
-    ``pop.max_components`` tried at the cap), each refined by ``iters``
-    EM iterations (`Population.fit`, deaths included), if its BIC beats ``pop``'s.
+    """The best mixture over the sizes in `SIZES` (sizes above ``pop.max_components`` tried
+    at the cap), each started from the tightest of ``restarts`` k-means partitions and refined
+    by ``iters`` EM iterations (`Population.fit`, deaths included), if its BIC beats ``pop``'s.
 
     Args:
         pop: The current population (not modified).
         lam, h: Summaries of every completed user ``(n, d, d)``, ``(n, d)``.
         rng: The policy's generator (the k-means starts).
-        restarts: Starts per size.
+        restarts: k-means partitions per size (the tightest is kept).
         iters: EM iterations per start.
 
     Returns:
@@ -104,14 +112,15 @@ def restarted_population(
     theta = isotropic_means(lam, h, pop.prior_var)
     best, best_bic = None, bic(pop, lam, h)
     for size in sorted({min(size, pop.max_components) for size in SIZES}):
-        for _ in range(restarts):
-            start = kmeans_start(pop, theta, size, rng)
-            if start is None:
-                continue
-            start.fit(lam, h, iters)
-            score = bic(start, lam, h)
-            if score > best_bic:
-                best, best_bic = start, score
+        if theta.shape[0] < 2 * size:
+            continue
+        # the tightest of the k-means partitions starts the EM (one EM fit per size)
+        assign = min((kmeans(theta, size, rng) for _ in range(restarts)), key=lambda a: a[1])[0]
+        start = kmeans_start(pop, theta, assign)
+        start.fit(lam, h, iters)
+        score = bic(start, lam, h)
+        if score > best_bic:
+            best, best_bic = start, score
     if best is not None:
         best.grace = pop.grace
     return best
