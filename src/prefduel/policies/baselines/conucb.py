@@ -88,7 +88,11 @@ def key_term_directions(question: dict[str, Any], k: int, d: int) -> np.ndarray:
 
 
 def key_term_credit(
-    X: np.ndarray, m_inv: np.ndarray, key_inv: np.ndarray, directions: np.ndarray
+    X: np.ndarray,
+    m_inv: np.ndarray,
+    key_inv: np.ndarray,
+    directions: np.ndarray,
+    carried: np.ndarray | None = None,
 ) -> float:
     """ConUCB's key-term credit ``|X M^-1 M~^-1 x~|^2 / (1 + x~' M~^-1 x~)``, averaged over the
     rows of ``directions`` (pure function).
@@ -98,8 +102,11 @@ def key_term_credit(
         m_inv: ``M^-1`` ``(d, d)``.
         key_inv: ``M~^-1`` ``(d, d)``.
         directions: ``(m, d)`` key-term features.
+        carried: ``X M^-1 M~^-1`` ``(K, d)`` if already computed (the same for every question).
     """
-    reach = X @ m_inv @ key_inv @ directions.T  # (K, m)
+    if carried is None:
+        carried = X @ m_inv @ key_inv
+    reach = carried @ directions.T  # (K, m)
     spread = 1.0 + np.einsum("md,de,me->m", directions, key_inv, directions)
     return float(np.mean((reach * reach).sum(axis=0) / spread))
 
@@ -156,11 +163,13 @@ class ConUCBDuel(Policy):
         self.selected = False
         self._last: np.ndarray | None = None
 
-    def _refresh(self) -> None:
-        """``M^-1``, ``M~^-1``, ``theta~`` and ``theta`` from the sufficient statistics."""
+    def _refresh(self, keys: bool = True) -> None:
+        """``M^-1``, ``M~^-1``, ``theta~`` and ``theta`` from the sufficient statistics
+        (``keys`` False: the key-term ones did not change, as after a click)."""
         self.m_inv = np.linalg.inv(self.m)
-        self.key_inv = np.linalg.inv(self.key_m)
-        self.key_theta = self.key_inv @ self.key_b
+        if keys:
+            self.key_inv = np.linalg.inv(self.key_m)
+            self.key_theta = self.key_inv @ self.key_b
         self.theta = self.m_inv @ (self.b + (1.0 - self.lam) * self.key_theta)
 
     def ask(self) -> int | None:
@@ -168,10 +177,11 @@ class ConUCBDuel(Policy):
         if self.selected or len(self.asked) >= self.budget:
             return None
         centred = self._features - self._features.mean(axis=0)
+        carried = centred @ self.m_inv @ self.key_inv
         best, credit = None, -1.0
         for q, directions in enumerate(self._directions):
             if q not in self.asked:
-                value = key_term_credit(centred, self.m_inv, self.key_inv, directions)
+                value = key_term_credit(centred, self.m_inv, self.key_inv, directions, carried)
                 if value > credit:
                     best, credit = q, value
         if best is not None:
@@ -204,5 +214,5 @@ class ConUCBDuel(Policy):
         x = self._last
         self.m += self.lam * np.outer(x, x)
         self.b += self.lam * (2.0 * int(outcome) - 1.0) * x
-        self._refresh()
+        self._refresh(keys=False)
         self._last = None
