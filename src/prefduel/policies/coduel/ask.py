@@ -1,6 +1,8 @@
 """coduel-ask: CODuel that, on an ask track, asks its questions before the session's duels.
 
-Everything is CODuel (`prefduel.policies.coduel.policy`); on an ask track, at the start of each
+Everything is ``coduel-restarts`` (`prefduel.policies.coduel.policy` with the population
+restarts of `prefduel.policies.coduel.restarted`, chosen on ``dev``; ``coduel-ask:restarts=0``
+is the first version, on CODuel's population as is); on an ask track, at the start of each
 session:
 
 1. **Which question**: the unasked question of highest value under the current mixture belief
@@ -37,6 +39,7 @@ from prefduel.policies.base import Count, NonNegative, Positive
 from prefduel.policies.coduel import answers as model
 from prefduel.policies.coduel.ask_kernels import replay_clicks
 from prefduel.policies.coduel.policy import CODuel
+from prefduel.policies.coduel.restarted import RESTART_SETTINGS, CODuelRestarts
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
 
@@ -50,7 +53,8 @@ def _signature(base: Any, own: Any) -> inspect.Signature:
 
 @POLICIES.register("coduel-ask")
 class CODuelAsk(CODuel):
-    """CODuel with questions (see the module docstring). Settings: CODuel's, and
+    """CODuel with questions (see the module docstring). Settings: CODuel's (with
+    ``coduel-restarts``' defaults), and
 
     Args:
         value: ``info`` | ``decision`` - how a question is valued (``info``).
@@ -76,11 +80,13 @@ class CODuelAsk(CODuel):
         min_gain: float = 0.0,
         **coduel: Any,
     ) -> None:
-        super().__init__(**coduel)
+        super().__init__(**{**RESTART_SETTINGS, **coduel})
         self.configure(value=value, draws=draws, answer_noise=answer_noise, min_gain=min_gain)
 
     # every CODuel setting by name, so a spec's unknown setting is refused with the full list
-    __init__.__signature__ = _signature(CODuel.__init__, __init__)  # type: ignore[attr-defined]
+    __init__.__signature__ = _signature(  # type: ignore[attr-defined]
+        CODuelRestarts.__init__, __init__
+    )
 
     def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
         super().reset(rng, context)
