@@ -309,6 +309,58 @@ def test_a_well_behaved_twin_runs(tmp_path):
     assert (traj.first[0, 0], traj.second[0, 0]) == (0, 1)
 
 
+class Returns(Policy):
+    """Shows pairs cycling through (0, 1), (4, 2), (5, 3), returned through ``wrap``."""
+
+    def __init__(self, wrap):
+        self.wrap = wrap
+
+    def reset(self, rng, context):
+        super().reset(rng, context)
+        self.t = 0
+
+    def select(self, Phi):
+        self.t += 1
+        return self.wrap(((0, 1), (4, 2), (5, 3))[self.t % 3])
+
+    def update(self, outcome):
+        assert type(outcome) is int  # clicks reach update() as Python ints
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda p: (np.int64(p[0]), np.int64(p[1])),
+        lambda p: list(p),
+        lambda p: np.array(p, dtype=np.int32),
+        lambda p: (p[0], np.intp(p[1])),
+    ],
+)
+def test_any_pair_of_integers_plays_as_python_ints(wrap):
+    world = small_world()
+    plain = play(world, Returns(lambda p: p), np.random.default_rng(0))
+    other = play(world, Returns(wrap), np.random.default_rng(0))
+    for name in ("first", "second", "outcome"):
+        np.testing.assert_array_equal(getattr(other, name), getattr(plain, name))
+    assert plain.first.dtype == np.int64 and plain.outcome.dtype == np.int8
+    assert (plain.first[1, 1], plain.second[1, 1]) == (4, 2)  # the 7th round of 5 a student
+
+
+def test_a_policy_without_update_is_named_at_its_first_round():
+    class NoUpdate:
+        def reset(self, rng, context):
+            pass
+
+        def start_student(self):
+            pass
+
+        def select(self, Phi):
+            return 0, 1
+
+    with pytest.raises(PolicyError, match=r"arrival 0, round 0: update\(\) raised AttributeError"):
+        play(small_world(), NoUpdate(), np.random.default_rng(0), label="noupdate")
+
+
 def test_policies_cannot_modify_the_world():
     world = small_world()
     before = world.digest()

@@ -55,9 +55,6 @@ def play(
             or exception raised by the policy.
     """
     n_arr, n_rounds, k = world.N, world.S, world.K
-    first = np.empty((n_arr, n_rounds), dtype=np.int64)
-    second = np.empty((n_arr, n_rounds), dtype=np.int64)
-    outcome = np.empty((n_arr, n_rounds), dtype=np.int8)
     phi_all = world.Phi.view()
     phi_all.flags.writeable = False  # a policy must not change what later policies see
     where = f"policy {label!r} on world {world.name!r}, seed {world.seed}"
@@ -65,24 +62,40 @@ def play(
     call("reset", rng, _context(world))
     asking = _Asking.of(world, policy, call, where)
     asked: list[tuple[int, int, int]] = []
+    # The two calls of every round are bound once (a round costs a few microseconds of runner
+    # time, so per-call partials and lookups showed up next to cheap policies).
+    select, update, click = _method(policy, "select"), _method(policy, "update"), world.click
+    shown: list[tuple[int, int, int]] = []
+    rounds = range(n_rounds)
     for n in range(n_arr):
         call("start_student", arrival=n)
-        remaining = world.ask_budget
-        for s in range(n_rounds):
-            if asking is not None and remaining:
-                remaining = asking.round(n, s, remaining, asked)
-            phi = phi_all[n, s]
-            raw = call("select", phi, arrival=n, rnd=s)
+        remaining = world.ask_budget if asking is not None else 0
+        phi_n = phi_all[n]
+        for s in rounds:
+            if remaining:
+                remaining = asking.round(n, s, remaining, asked)  # type: ignore[union-attr]
             try:
-                i, j = validate_pair(raw, k)
-            except ValueError as exc:
-                raise PolicyError(f"{where}, arrival {n}, round {s}: {exc}") from exc
-            y = world.click(n, s, i, j)
-            call("update", y, arrival=n, rnd=s)
-            first[n, s], second[n, s], outcome[n, s] = i, j, y
+                raw = select(phi_n[s])
+            except PolicyError:
+                raise
+            except (Exception, SystemExit) as exc:  # a policy must not end the whole run
+                raise _policy_failure(where, "select", exc, n, s) from exc
+            i, j = _checked_pair(raw, k, where, n, s)
+            y = click(n, s, i, j)
+            try:
+                update(y)
+            except PolicyError:
+                raise
+            except (Exception, SystemExit) as exc:
+                raise _policy_failure(where, "update", exc, n, s) from exc
+            shown.append((i, j, y))
         call("end_student", arrival=n)
         if on_arrival is not None:
             on_arrival(n)
+    table = np.array(shown, dtype=np.int64).reshape(n_arr, n_rounds, 3)
+    first = np.ascontiguousarray(table[..., 0])
+    second = np.ascontiguousarray(table[..., 1])
+    outcome = table[..., 2].astype(np.int8)
     return Trajectory(first, second, outcome, asked)
 
 
@@ -136,6 +149,31 @@ def _question_index(question: Any, count: int, where: str) -> int:
     return int(question)
 
 
+def _checked_pair(raw: Any, k: int, where: str, n: int, s: int) -> tuple[int, int]:
+    """What ``select()`` returned, as two Python ints (`validate_pair`'s checks and messages).
+
+    A tuple of two distinct in-range Python ints, what nearly every policy returns, is taken
+    as it is; anything else goes through `validate_pair`.
+    """
+    if type(raw) is tuple and len(raw) == 2:
+        i, j = raw
+        if type(i) is int and type(j) is int and 0 <= i < k and 0 <= j < k and i != j:
+            return i, j
+    try:
+        return validate_pair(raw, k)
+    except ValueError as exc:
+        raise PolicyError(f"{where}, arrival {n}, round {s}: {exc}") from exc
+
+
+def _method(policy: Any, name: str) -> Any:
+    """``policy.name``, bound once; a missing one raises its AttributeError when called, inside
+    the round (whose error names the arrival and round), as a lookup at every call did."""
+    try:
+        return getattr(policy, name)
+    except AttributeError:
+        return lambda *args: getattr(policy, name)(*args)
+
+
 def _call_policy(
     policy: Any,
     where: str,
@@ -151,14 +189,21 @@ def _call_policy(
     except PolicyError:
         raise
     except (Exception, SystemExit) as exc:  # a policy must not end the whole run
-        at = "" if arrival is None else f", arrival {arrival}"
-        at += "" if rnd is None else f", round {rnd}"
-        what = (
-            f"called sys.exit({exc.code})"
-            if isinstance(exc, SystemExit)
-            else f"raised {type(exc).__name__}: {exc}"
-        )
-        raise PolicyError(f"{where}{at}: {method}() {what}") from exc
+        raise _policy_failure(where, method, exc, arrival, rnd) from exc
+
+
+def _policy_failure(
+    where: str, method: str, exc: BaseException, arrival: int | None, rnd: int | None
+) -> PolicyError:
+    """The error for a policy method that raised ``exc`` (or called ``sys.exit``)."""
+    at = "" if arrival is None else f", arrival {arrival}"
+    at += "" if rnd is None else f", round {rnd}"
+    what = (
+        f"called sys.exit({exc.code})"
+        if isinstance(exc, SystemExit)
+        else f"raised {type(exc).__name__}: {exc}"
+    )
+    return PolicyError(f"{where}{at}: {method}() {what}")
 
 
 def summarize(world: World, first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
