@@ -2,13 +2,13 @@
 
 CODuel's mixture grows one session at a time: births from single users, deaths, warm-started
 EM. EM never leaves the layout it starts from, and on ``dev`` that layout is worse for the
-decisions than one a search finds: fitted with the true profile of each user known (a
-hindsight diagnostic), the same summaries give a population 1.9 points better. At points of the
-refit schedule, `restarted_population` fits mixtures of several sizes from k-means starts on
-the users' posterior means under the isotropic prior (the tightest of ``restarts`` partitions
-per size), and returns
-the one of highest BIC (the log likelihood of every user's summary less `Population.split_penalty`
-per learned component) if it beats the current mixture's BIC.
+decisions than it need be: fitted with the true profile of each user known (a hindsight
+diagnostic, ``benchmarks/clicks_directions.py``), the same summaries give a population 1.9
+points better. At points of the refit schedule, `restarted_population` fits mixtures of several
+sizes from k-means starts on the users' posterior means under the isotropic prior (the
+tightest of ``restarts`` partitions per size) and returns the one of highest BIC (the log
+likelihood of every user's summary less `Population.split_penalty` per learned component) if
+it beats the current mixture's BIC.
 
 The schedule bounds the cost per session: restarts happen at a refit point only once the number
 of users has grown by the factor ``growth`` since the last one (O(log N) restarts in a run, each
@@ -56,8 +56,11 @@ def kmeans(theta: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.n
         ``(assign (n,), inertia)``: each user's cluster and the summed squared distances.
     """
     centers = theta[rng.choice(theta.shape[0], size, replace=False)]
+    assign = None
     for _ in range(KMEANS_ITERS):
         dist = ((theta[:, None] - centers[None]) ** 2).sum(-1)
+        if assign is not None and np.array_equal(dist.argmin(1), assign):
+            break  # the same partition gives the same centers: later iterations change nothing
         assign = dist.argmin(1)
         for c in range(size):
             if (assign == c).any():
