@@ -166,11 +166,11 @@ def _checked_pair(raw: Any, k: int, where: str, n: int, s: int) -> tuple[int, in
 
 
 def _method(policy: Any, name: str) -> Any:
-    """``policy.name``, bound once; a missing one raises its AttributeError when called, inside
-    the round (whose error names the arrival and round), as a lookup at every call did."""
+    """``policy.name``, bound once; a lookup that fails (a missing method, say) fails again
+    when called, inside the round, whose error names the arrival and round."""
     try:
         return getattr(policy, name)
-    except AttributeError:
+    except Exception:
         return lambda *args: getattr(policy, name)(*args)
 
 
