@@ -96,3 +96,16 @@ def test_coduel_without_restarts_never_restarts():
 
 def test_restart_settings_pass_check_policy():
     check_policy(lambda: load_policy("coduel:restarts=2,restart_growth=1.5,nmin=2"))
+
+
+def test_coduel_restarts_and_coduel_ask_take_the_restart_settings_chosen_on_dev():
+    for spec in ("coduel-restarts", "coduel-ask"):
+        policy = load_policy(spec)
+        assert (policy.restarts, policy.restart_growth) == (8, 1.5)
+    assert load_policy("coduel").restarts == 0  # CODuel as published keeps its population
+    assert load_policy("coduel-ask:restarts=0").restarts == 0  # the first coduel-ask
+    assert load_policy("coduel-restarts:restarts=0").restarts == 0
+
+
+def test_coduel_restarts_passes_check_policy():
+    check_policy(lambda: load_policy("coduel-restarts:nmin=2"))
