@@ -7,12 +7,11 @@ into ``prefduel.policies`` (population restarts became ``coduel-restarts``).
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 from scipy.special import log_expit
 
 from prefduel.core.btl import pairs_of, top_two
+from prefduel.policies.coduel import restarts
 from prefduel.policies.coduel.incremental import IncrementalEM
 from prefduel.policies.coduel.policy import CODuel
 from prefduel.policies.coduel.population import component_evidence
@@ -247,7 +246,8 @@ class RestartCODuel(CODuel):
         self, sizes=(4, 6, 8, 10, 12), restarts: int = 2, iters: int = 20, growth=1.0, **kw
     ):
         super().__init__(**kw)
-        self.sizes, self.restarts, self.iters = sizes, restarts, iters
+        # not ``restarts``: that name is CODuel's own setting (its registered restarts)
+        self.sizes, self.starts, self.iters = sizes, restarts, iters
         self.adopted, self.growth, self.last_restart = 0, growth, 0
 
     def _learn_population(self, recal: bool, refit: bool) -> None:
@@ -257,22 +257,17 @@ class RestartCODuel(CODuel):
             self.last_restart = self.n_sessions
             self._restart()
 
-    def _bic(self, pop) -> float:
-        loglik, _, _ = component_evidence(self.lam, self.h, pop.mu, pop.cov)
-        penalty = pop.split_penalty(self.n_sessions) * pop.n_learned
-        return pop._total_loglik(loglik, pop.counts) - penalty
-
     def _restart(self) -> None:
         lam, h = self.lam, self.h
-        theta = np.linalg.solve(lam + np.eye(self.d) / self.prior_var, h[..., None])[..., 0]
-        best, best_bic = None, self._bic(self.pop)
+        theta = restarts.isotropic_means(lam, h, self.prior_var)
+        best, best_bic = None, restarts.bic(self.pop, lam, h)
         for size in self.sizes:
-            for _ in range(self.restarts):
-                cand = self._candidate(theta, size)
-                if cand is None:
+            for _ in range(self.starts):
+                if theta.shape[0] < 2 * size:
                     continue
+                cand = restarts.kmeans_start(self.pop, theta, self._partition(theta, size))
                 cand.fit(lam, h, self.iters)
-                bic = self._bic(cand)
+                bic = restarts.bic(cand, lam, h)
                 if bic > best_bic:
                     best, best_bic = cand, bic
         if best is not None:
@@ -282,30 +277,17 @@ class RestartCODuel(CODuel):
             self.em_state = IncrementalEM(self.pop, self.em_chunk)
             self.em_state.full_pass(lam, h, 1)
 
-    def _candidate(self, theta: np.ndarray, size: int):
-        n = theta.shape[0]
-        if n < 2 * size:
-            return None
-        centers = theta[self.rng.choice(n, size, replace=False)]
+
+    def _partition(self, theta: np.ndarray, size: int) -> np.ndarray:
+        """Ten Lloyd iterations, the assignment of the last one (before its center update;
+        `restarts.kmeans` returns the assignment to the final centers instead)."""
+        centers = theta[self.rng.choice(theta.shape[0], size, replace=False)]
         for _ in range(10):
             assign = ((theta[:, None] - centers[None]) ** 2).sum(-1).argmin(1)
             for c in range(size):
                 if (assign == c).any():
                     centers[c] = theta[assign == c].mean(0)
-        cand = copy.deepcopy(self.pop)
-        mus, covs, counts = [np.zeros(self.d)], [self.prior_var * np.eye(self.d)], [0.0]
-        for c in range(size):
-            members = theta[assign == c]
-            if len(members) < 2:
-                continue
-            cov = np.cov(members.T) + 0.1 * np.eye(self.d)
-            mu, cov = cand._project(members.mean(0), cov)
-            mus.append(mu)
-            covs.append(cov)
-            counts.append(float(len(members)))
-        cand.mu, cand.cov, cand.counts = np.stack(mus), np.stack(covs), np.array(counts)
-        cand.born, cand.grace = [0] * len(mus), 0
-        return cand
+        return assign
 
 
 class OracleLabelCODuel(CODuel):
@@ -317,14 +299,7 @@ class OracleLabelCODuel(CODuel):
 
     def _learn_population(self, recal: bool, refit: bool) -> None:
         n = self.n_sessions
-        if recal:
-            lam, h, _ = self._summaries(range(n))
-            self._grow(n)
-            self._lam[:n], self._h[:n] = lam, h
-        else:
-            lam, h = self._solo_summary()
-            self._grow(n)
-            self._lam[n - 1], self._h[n - 1] = lam, h
+        self._add_summaries(recal)
         labels = self.labels[:n]
         mus, covs, counts = [np.zeros(self.d)], [self.prior_var * np.eye(self.d)], [0.0]
         for c in np.unique(labels):

@@ -39,7 +39,7 @@ from prefduel.policies.base import Count, NonNegative, Positive
 from prefduel.policies.coduel import answers as model
 from prefduel.policies.coduel.ask_kernels import replay_clicks
 from prefduel.policies.coduel.policy import CODuel
-from prefduel.policies.coduel.restarted import RESTART_SETTINGS, CODuelRestarts
+from prefduel.policies.coduel.restarted import CODuelRestarts
 from prefduel.policies.laplace import LaplaceBelief
 from prefduel.policies.loading import POLICIES
 
@@ -52,7 +52,7 @@ def _signature(base: Any, own: Any) -> inspect.Signature:
 
 
 @POLICIES.register("coduel-ask")
-class CODuelAsk(CODuel):
+class CODuelAsk(CODuelRestarts):
     """CODuel with questions (see the module docstring). Settings: CODuel's (with
     ``coduel-restarts``' defaults), and
 
@@ -80,7 +80,7 @@ class CODuelAsk(CODuel):
         min_gain: float = 0.0,
         **coduel: Any,
     ) -> None:
-        super().__init__(**{**RESTART_SETTINGS, **coduel})
+        super().__init__(**coduel)
         self.configure(value=value, draws=draws, answer_noise=answer_noise, min_gain=min_gain)
 
     # every CODuel setting by name, so a spec's unknown setting is refused with the full list

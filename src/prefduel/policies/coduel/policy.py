@@ -318,16 +318,7 @@ class CODuel(Policy):
         the full refit of `Population.add_session` (``em=full``) or incremental EM with a
         full pass at each point of the refit schedule (``em=incremental``)."""
         n = self.n_sessions
-        if recal:  # every user's summary changes with the features
-            lam, h, _ = self._summaries(range(n))
-            self._grow(n)
-            self._lam[:n], self._h[:n] = lam, h
-        else:
-            # the no-transfer learner made the same Laplace pass from the same isotropic
-            # prior over this session's clicks (same features: A did not change during it)
-            lam, h = self._solo_summary()
-            self._grow(n)
-            self._lam[n - 1], self._h[n - 1] = lam, h
+        self._add_summaries(recal)
         iters = max(self.em_iters, 10) if recal else self.em_iters
         if self.em_state is None:
             self.pop.add_session(self.lam[-1], self.h[-1], self.lam, self.h, iters)
@@ -344,6 +335,20 @@ class CODuel(Policy):
             if replace_population(self.pop, self.lam, self.h, self.rng, self.restarts):
                 self.em_state = IncrementalEM(self.pop, self.em_chunk)
                 self.em_state.full_pass(self.lam, self.h, 1)
+
+    def _add_summaries(self, recal: bool) -> None:
+        """Add the ended session's summary (after a refit of A, recompute every user's)."""
+        n = self.n_sessions
+        if recal:
+            lam, h, _ = self._summaries(range(n))
+            self._grow(n)
+            self._lam[:n], self._h[:n] = lam, h
+        else:
+            # the no-transfer learner made the same Laplace pass from the same isotropic
+            # prior over this session's clicks (same features: A did not change during it)
+            lam, h = self._solo_summary()
+            self._grow(n)
+            self._lam[n - 1], self._h[n - 1] = lam, h
 
     @property
     def lam(self) -> np.ndarray:
