@@ -126,6 +126,8 @@ def train(args: argparse.Namespace) -> None:
 
 def variants(names: list[str], weights: Path) -> dict:
     out = {"coduel": CODuel, "coduel-restarts": lambda: CODuel(**RESTARTS)}
+    if any("greedy" in name for name in names):
+        out["coduel:pair=greedy"] = lambda: CODuel(pair="greedy")
     for name in names:
         kw = {}
         parts = name.split("+")
@@ -136,6 +138,10 @@ def variants(names: list[str], weights: Path) -> dict:
                 kw.update(RESTARTS)
             elif part.startswith("s"):
                 kw["strength"] = float(part[1:])
+            elif part.startswith("f"):
+                kw["future"] = float(part[1:])
+            elif part == "greedy":
+                kw["pair"] = "greedy"
         out[name] = lambda kw=kw: AmortisedCODuel(**kw)
     net = Network(dict(np.load(weights)))
     AmortisedCODuel.network = net

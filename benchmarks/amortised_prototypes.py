@@ -34,6 +34,9 @@ FEATURES = (
     "users",  # log(1 + completed users)
     "entropy",  # entropy of the component weights
     "active",  # 1 when the population learner selects (gate open)
+    "prior_mean",  # utility under the population's prior mean (before this user's clicks)
+    "won",  # clicks this persona won in this session, per round played
+    "lost",  # clicks it lost, per round played
 )
 
 
@@ -52,6 +55,15 @@ def persona_features(policy: CODuel, phi: np.ndarray, Phi: np.ndarray) -> np.nda
     entropy = float(-(w * np.log(np.maximum(w, 1e-300))).sum())
     active = float(policy.population and (policy.gate_open or not policy.gate))
     k = phi.shape[0]
+    m0 = phi @ policy.prior_theta
+    t = len(policy.s_y)
+    won = np.zeros(k)
+    lost = np.zeros(k)
+    if t:
+        y = np.asarray(policy.s_y, bool)
+        first, second = np.asarray(policy.s_first), np.asarray(policy.s_second)
+        won = np.bincount(np.where(y, first, second), minlength=k) / t
+        lost = np.bincount(np.where(y, second, first), minlength=k) / t
     out = np.empty((k, len(FEATURES)))
     out[:, 0] = m - m.mean()
     out[:, 1] = m.max() - m
@@ -66,10 +78,21 @@ def persona_features(policy: CODuel, phi: np.ndarray, Phi: np.ndarray) -> np.nda
     out[:, 10] = math.log1p(policy.n_sessions)
     out[:, 11] = entropy
     out[:, 12] = active
+    out[:, 13] = m0 - m0.mean()
+    out[:, 14] = won
+    out[:, 15] = lost
     return out
 
 
-class RecordingCODuel(CODuel):
+class _Prior:
+    """Keeps the population's prior mean at the start of each session (a feature)."""
+
+    def start_student(self) -> None:
+        super().start_student()
+        self.prior_theta = self.belief.mean().copy()
+
+
+class RecordingCODuel(_Prior, CODuel):
     """CODuel (any settings) that records, at every round, the features of `persona_features`
     and the target: the user's true utilities of the question in logits, centred over personas,
     minus CODuel's centred mixture mean (the belief's error). ``utilities`` is the world's
@@ -109,7 +132,7 @@ class Network:
         return (h @ w + b)[..., 0] * self.y_scale
 
 
-class AmortisedCODuel(CODuel):
+class AmortisedCODuel(_Prior, CODuel):
     """CODuel whose immediate regret is taken from the amortised belief.
 
     CODuel's ``kg`` value of a pair is the regret now under its belief plus the expected
@@ -122,9 +145,9 @@ class AmortisedCODuel(CODuel):
 
     network: Network | None = None
 
-    def __init__(self, strength: float = 1.0, **settings) -> None:
+    def __init__(self, strength: float = 1.0, future: float = 1.0, **settings) -> None:
         super().__init__(**settings)
-        self.strength = strength
+        self.strength, self.future = strength, future
 
     def select(self, Phi: np.ndarray) -> tuple[int, int]:
         phi = apply_recalibration(Phi, self.matrix) if self.layout_ok else np.asarray(Phi)
@@ -159,7 +182,10 @@ class AmortisedCODuel(CODuel):
             w, self.belief.mu[keep], self.belief.sigma[keep], phi, bank, remaining, "decision"
         )
         pairs = np.triu_indices(self.K, 1)
-        values = values - (delta[pairs[0]] + delta[pairs[1]])
+        # CODuel's value less its regret now (which differs between pairs by -(m_i + m_j))
+        # is the future term: scaled by ``future``, plus the corrected regret now
+        now = x[pairs[0], 0] + x[pairs[1], 0]
+        values = self.future * (values + now) - (corrected[pairs[0]] + corrected[pairs[1]])
         best = int(np.argmin(values))
         i, j = int(pairs[0][best]), int(pairs[1][best])
         return (j, i) if corrected[j] > corrected[i] else (i, j)
