@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
-from amortised_prototypes import FEATURES, AmortisedCODuel, Network, RecordingCODuel
+from amortised_prototypes import FEATURES, AmortisedCODuel, Network
 from prefduel.cli.main import parse_seeds
 from prefduel.policies.coduel.policy import CODuel
 from prefduel.runner.cell import play, policy_rng, summarize
@@ -44,14 +44,16 @@ RESTARTS = {"restarts": 8, "restart_growth": 1.5}
 
 
 def record(seeds: list[int], base: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows ``x (R, F)``, targets ``y (R,)`` and world index of each row, CODuel playing."""
+    """Rows ``x (R, F)``, targets ``y (R,)`` and world of each row, recorded while
+    `AmortisedCODuel` plays with ``base`` settings (CODuel's pairs without a network)."""
     xs, ys, ws = [], [], []
     for seed in seeds:
         world = parse_world("dev").make(seed)
-        policy = RecordingCODuel(**base)
-        policy.utilities = world.U
+        policy = AmortisedCODuel(**base)
+        policy.record, policy.utilities = [], world.U
         play(world, policy, policy_rng(seed, "prototype"))
-        x, y = np.concatenate(policy.rows_x), np.concatenate(policy.rows_y)
+        x = np.concatenate([r[0] for r in policy.record])
+        y = np.concatenate([r[1] for r in policy.record])
         xs.append(x)
         ys.append(y)
         ws.append(np.full(y.size, seed))

@@ -9,6 +9,7 @@ utility; no persona or profile identity is an input, so it cannot memorise ``dev
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -40,78 +41,37 @@ FEATURES = (
 )
 
 
-def persona_features(policy: CODuel, phi: np.ndarray, Phi: np.ndarray) -> np.ndarray:
-    """``(K, len(FEATURES))`` features of the current question for a CODuel at select time."""
+def persona_features(policy: AmortisedCODuel, phi: np.ndarray, Phi: np.ndarray) -> np.ndarray:
+    """``(K, len(FEATURES))`` features of the current question at select time."""
     b = policy.belief
     w = b.weights
     u = b.mu @ phi.T  # (C, K)
     m = w @ u
-    quad = np.einsum("kd,cde,ke->ck", phi, b.sigma, phi)
-    sd = np.sqrt(np.maximum(w @ (quad + u * u) - m * m, 0.0))
+    quad = ((b.sigma @ phi.T) * phi.T).sum(axis=1)  # (C, K): phi_k' Sigma_c phi_k
     top = int(np.argmax(w))
     ms = phi @ policy.solo.mu
-    ss = np.sqrt(np.maximum(np.einsum("kd,de,ke->k", phi, policy.solo.sigma, phi), 0.0))
-    g, g_raw = phi[:, -1], np.asarray(Phi[:, -1], float)
-    entropy = float(-(w * np.log(np.maximum(w, 1e-300))).sum())
-    active = float(policy.population and (policy.gate_open or not policy.gate))
-    k = phi.shape[0]
+    ss = ((policy.solo.sigma @ phi.T) * phi.T).sum(axis=0)
     m0 = phi @ policy.prior_theta
-    t = len(policy.s_y)
-    won = np.zeros(k)
-    lost = np.zeros(k)
-    if t:
-        y = np.asarray(policy.s_y, bool)
-        first, second = np.asarray(policy.s_first), np.asarray(policy.s_second)
-        won = np.bincount(np.where(y, first, second), minlength=k) / t
-        lost = np.bincount(np.where(y, second, first), minlength=k) / t
-    out = np.empty((k, len(FEATURES)))
-    out[:, 0] = m - m.mean()
+    out = policy._features_buf
+    k = phi.shape[0]
+    out[:, 0] = m - m.sum() / k
     out[:, 1] = m.max() - m
-    out[:, 2] = sd
-    out[:, 3] = np.sqrt(np.maximum(quad[top], 0.0))
-    out[:, 4] = ms - ms.mean()
+    out[:, 2] = w @ (quad + u * u) - m * m
+    out[:, 3] = quad[top]
+    out[:, 4] = ms - ms.sum() / k
     out[:, 5] = ms.max() - ms
     out[:, 6] = ss
-    out[:, 7] = g - g.mean()
-    out[:, 8] = g_raw - g_raw.mean()
+    out[:, 2:4] = np.sqrt(np.maximum(out[:, 2:4], 0.0))
+    out[:, 6] = np.sqrt(np.maximum(ss, 0.0))
+    out[:, 7] = phi[:, -1] - phi[:, -1].sum() / k
+    out[:, 8] = Phi[:, -1] - Phi[:, -1].sum() / k
     out[:, 9] = policy.t / policy.S
     out[:, 10] = math.log1p(policy.n_sessions)
-    out[:, 11] = entropy
-    out[:, 12] = active
-    out[:, 13] = m0 - m0.mean()
-    out[:, 14] = won
-    out[:, 15] = lost
-    return out
-
-
-class _Prior:
-    """Keeps the population's prior mean at the start of each session (a feature)."""
-
-    def start_student(self) -> None:
-        super().start_student()
-        self.prior_theta = self.belief.mean().copy()
-
-
-class RecordingCODuel(_Prior, CODuel):
-    """CODuel (any settings) that records, at every round, the features of `persona_features`
-    and the target: the user's true utilities of the question in logits, centred over personas,
-    minus CODuel's centred mixture mean (the belief's error). ``utilities`` is the world's
-    ``U`` (simulation only: this is how training data is made, never how a policy plays)."""
-
-    utilities: np.ndarray | None = None
-
-    def reset(self, rng, context) -> None:
-        super().reset(rng, context)
-        self.rows_x: list[np.ndarray] = []
-        self.rows_y: list[np.ndarray] = []
-
-    def select(self, Phi: np.ndarray) -> tuple[int, int]:
-        phi = apply_recalibration(Phi, self.matrix) if self.layout_ok else np.asarray(Phi)
-        x = persona_features(self, phi, Phi)
-        u = CLICK_BETA * self.utilities[self.n_sessions, self.t]
-        self.rows_x.append(x)
-        self.rows_y.append(u - u.mean() - x[:, 0])
-        return super().select(Phi)
+    out[:, 11] = -(w * np.log(np.maximum(w, 1e-300))).sum()
+    out[:, 12] = float(policy.population and (policy.gate_open or not policy.gate))
+    out[:, 13] = m0 - m0.sum() / k
+    out[:, 14:16] = policy._won_lost / max(policy.t, 1)
+    return out.copy()
 
 
 class Network:
@@ -132,15 +92,19 @@ class Network:
         return (h @ w + b)[..., 0] * self.y_scale
 
 
-class AmortisedCODuel(_Prior, CODuel):
+class AmortisedCODuel(CODuel):
     """CODuel whose immediate regret is taken from the amortised belief.
 
     CODuel's ``kg`` value of a pair is the regret now under its belief plus the expected
     regret over the remaining rounds; the regret now differs between pairs only by the two
-    personas' mixture-mean utilities. Here those are replaced (scaled by ``strength``) by the
-    corrected utilities ``m + network(features)``; the future term is CODuel's. Where CODuel
-    plays greedy (no-transfer learner, or one component), the pair is the top two of the
-    corrected utilities of the learner that selects.
+    personas' mixture-mean utilities ``m``. Here those are replaced by the corrected utilities
+    ``m + strength * network(features)`` and the future term is scaled by ``future`` (the
+    correction shrinks ``m``, whose spread the future term shares). Where CODuel plays greedy
+    (no-transfer learner while the gate is closed, or one component left), the pair is the top
+    two of the corrected utilities. Without a network (``network = None``) it plays CODuel's
+    pairs. With ``record`` a list and ``utilities`` the world's ``U`` (simulation only: how
+    training data are made, never how a policy plays), each round appends its features and
+    target: the true utilities in logits, centred over personas, minus ``m`` centred.
     """
 
     network: Network | None = None
@@ -148,10 +112,33 @@ class AmortisedCODuel(_Prior, CODuel):
     def __init__(self, strength: float = 1.0, future: float = 1.0, **settings) -> None:
         super().__init__(**settings)
         self.strength, self.future = strength, future
+        self.record: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self.utilities: np.ndarray | None = None
+
+    def reset(self, rng, context) -> None:
+        super().reset(rng, context)
+        self._features_buf = np.empty((self.K, len(FEATURES)))
+
+    def start_student(self) -> None:
+        super().start_student()
+        self.prior_theta = self.belief.mean().copy()
+        self._won_lost = np.zeros((self.K, 2))
+
+    def update(self, outcome: int) -> None:
+        i, j, _ = self._last
+        winner, loser = (i, j) if int(outcome) == 1 else (j, i)
+        self._won_lost[winner, 0] += 1.0
+        self._won_lost[loser, 1] += 1.0
+        super().update(outcome)
 
     def select(self, Phi: np.ndarray) -> tuple[int, int]:
         phi = apply_recalibration(Phi, self.matrix) if self.layout_ok else np.asarray(Phi)
-        i, j = self._pair(phi, Phi)
+        x = persona_features(self, phi, Phi)
+        if self.record is not None:
+            u = CLICK_BETA * self.utilities[self.n_sessions, self.t]
+            self.record.append((x, u - u.mean() - x[:, 0]))
+        delta = 0.0 if self.network is None else self.strength * self.network(x)
+        i, j = self._pair(phi, x[:, 0] + delta, self.network is None)
         self._last = (i, j, phi[i] - phi[j])
         self.s_g.append(np.array(Phi[:, -1], dtype=float))
         if not self.layout_ok:
@@ -162,30 +149,35 @@ class AmortisedCODuel(_Prior, CODuel):
         self._bank_append(phi)
         return i, j
 
-    def _pair(self, phi: np.ndarray, Phi: np.ndarray) -> tuple[int, int]:
-        x = persona_features(self, phi, Phi)
-        delta = self.strength * self.network(x)
+    def _pair(self, phi: np.ndarray, corrected: np.ndarray, plain: bool) -> tuple[int, int]:
+        """CODuel's pair rule on the corrected utilities (``plain``: CODuel's own pair)."""
         jitter = 1e-9 * self.rng.random(self.K)
         if not (self.population and (self.gate_open or not self.gate)):
-            ms = phi @ self.solo.mu
-            return tuple(int(v) for v in top_two(ms - ms.mean() + delta + jitter))
+            solo = phi @ self.solo.mu if plain else corrected
+            return tuple(int(v) for v in top_two(solo + jitter))
         self.transfer_rounds += 1
         remaining = self.S - self.t - 1
         weights = self.belief.weights
-        corrected = x[:, 0] + delta
         if self.pair == "greedy" or remaining <= 0 or not self.recent or weights.max() >= 0.999:
             return tuple(int(v) for v in top_two(corrected + jitter))
         bank = self._bank_buf[self._bank_start : self._bank_start + self._bank_len]
         keep = weights > 1e-4
         w = weights[keep] / weights[keep].sum()
-        (i, j), values = lookahead_pair(
+        pair, values = lookahead_pair(
             w, self.belief.mu[keep], self.belief.sigma[keep], phi, bank, remaining, "decision"
         )
-        pairs = np.triu_indices(self.K, 1)
-        # CODuel's value less its regret now (which differs between pairs by -(m_i + m_j))
-        # is the future term: scaled by ``future``, plus the corrected regret now
-        now = x[pairs[0], 0] + x[pairs[1], 0]
-        values = self.future * (values + now) - (corrected[pairs[0]] + corrected[pairs[1]])
+        if plain:
+            return int(pair[0]), int(pair[1])
+        first, second = _pairs(self.K)
+        # CODuel's value plus (m_i + m_j) is its future term (plus a constant): scaled by
+        # ``future``, with the regret now from the corrected utilities
+        m = self._features_buf[:, 0]
+        values = self.future * (values + m[first] + m[second]) - corrected[first] - corrected[second]
         best = int(np.argmin(values))
-        i, j = int(pairs[0][best]), int(pairs[1][best])
+        i, j = int(first[best]), int(second[best])
         return (j, i) if corrected[j] > corrected[i] else (i, j)
+
+
+@functools.cache
+def _pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(k, 1)
