@@ -179,6 +179,11 @@ def estep_terms(lam, h, prec, prior_info, const):  # pragma: no cover - compiled
     `prefduel.policies.coduel.population.component_evidence` (Cholesky factor of the
     posterior precision, one triangular solve, the triangular inverse).
 
+    The users are the innermost loop of every step (the "lanes", stored ``(..., n)``), so the
+    arithmetic runs in SIMD registers several users at a time; each user's operations and
+    their order are those of the one-user-at-a-time loop, so the values are the same to the
+    bit (``tests/policies/coduel/test_coduel_kernels.py``).
+
     Args:
         lam: ``(n, d, d)``, h: ``(n, d)`` likelihood summaries.
         prec: ``(C, d, d)`` component precisions; prior_info: ``(C, d)`` ``prec_c mu_c``.
@@ -190,51 +195,102 @@ def estep_terms(lam, h, prec, prior_info, const):  # pragma: no cover - compiled
     """
     n, d = h.shape
     n_comp = prec.shape[0]
+    lam_t = np.empty((d, d, n))
+    h_t = np.empty((d, n))
+    for u in range(n):
+        for j in range(d):
+            h_t[j, u] = h[u, j]
+            for i in range(d):
+                lam_t[j, i, u] = lam[u, j, i]
     loglik = np.empty((n, n_comp))
     m = np.empty((n, n_comp, d))
     second = np.empty((n, n_comp, d, d))
-    chol = np.empty((d, d))
-    inv = np.empty((d, d))
-    v = np.empty(d)
-    for u in range(n):
-        for c in range(n_comp):
-            logdet = 0.0
-            for j in range(d):  # Cholesky, row by row (lower triangle)
-                for i in range(j + 1):
-                    acc = prec[c, j, i] + lam[u, j, i]
-                    for k in range(i):
-                        acc -= chol[j, k] * chol[i, k]
-                    if i == j:
-                        chol[j, j] = math.sqrt(acc)
-                        logdet += math.log(chol[j, j])
-                    else:
-                        chol[j, i] = acc / chol[i, i]
-            quad = 0.0
-            for j in range(d):  # v = L^-1 b
-                acc = prior_info[c, j] + h[u, j]
-                for k in range(j):
-                    acc -= chol[j, k] * v[k]
-                v[j] = acc / chol[j, j]
-                quad += v[j] * v[j]
-            loglik[u, c] = 0.5 * quad - 0.5 * const[c] - logdet
-            for j in range(d):  # L^-1, lower triangular
-                for i in range(d):
-                    inv[j, i] = 0.0
-                for i in range(j + 1):
-                    acc = 1.0 if i == j else 0.0
-                    for k in range(i, j):
-                        acc -= chol[j, k] * inv[k, i]
-                    inv[j, i] = acc / chol[j, j]
-            for i in range(d):  # m = L^-T v
-                acc = 0.0
-                for k in range(i, d):
-                    acc += inv[k, i] * v[k]
-                m[u, c, i] = acc
-            for i in range(d):  # m m^T + L^-T L^-1
-                for j in range(i, d):
-                    acc = m[u, c, i] * m[u, c, j]
-                    for k in range(j, d):
-                        acc += inv[k, i] * inv[k, j]
-                    second[u, c, i, j] = acc
-                    second[u, c, j, i] = acc
+    chol = np.empty((d, d, n))
+    inv = np.zeros((d, d, n))
+    v = np.empty((d, n))
+    mean = np.empty((d, n))
+    acc = np.empty(n)
+    for c in range(n_comp):
+        logdet = _cholesky_lanes(prec[c], lam_t, chol, acc)
+        quad = _solve_lanes(prior_info[c], h_t, chol, v, acc)
+        for u in range(n):
+            loglik[u, c] = 0.5 * quad[u] - 0.5 * const[c] - logdet[u]
+        _inverse_lanes(chol, inv, acc)
+        for i in range(d):  # m = L^-T v
+            acc[:] = 0.0
+            for k in range(i, d):
+                for u in range(n):
+                    acc[u] += inv[k, i, u] * v[k, u]
+            for u in range(n):
+                mean[i, u] = acc[u]
+                m[u, c, i] = acc[u]
+        for i in range(d):  # m m^T + L^-T L^-1
+            for j in range(i, d):
+                for u in range(n):
+                    acc[u] = mean[i, u] * mean[j, u]
+                for k in range(j, d):
+                    for u in range(n):
+                        acc[u] += inv[k, i, u] * inv[k, j, u]
+                for u in range(n):
+                    second[u, c, i, j] = acc[u]
+                    second[u, c, j, i] = acc[u]
     return loglik, m, second
+
+
+@compiled()
+def _cholesky_lanes(prec, lam_t, chol, acc):  # pragma: no cover - compiled
+    """Cholesky factors ``chol (d, d, n)`` (lower triangle) of ``prec (d, d)`` plus each
+    user's ``lam_t[..., u]``, row by row; returns the log determinants of the factors
+    ``(n,)``."""
+    d, _, n = lam_t.shape
+    logdet = np.zeros(n)
+    for j in range(d):
+        for i in range(j + 1):
+            for u in range(n):
+                acc[u] = prec[j, i] + lam_t[j, i, u]
+            for k in range(i):
+                for u in range(n):
+                    acc[u] -= chol[j, k, u] * chol[i, k, u]
+            if i == j:
+                for u in range(n):
+                    chol[j, j, u] = math.sqrt(acc[u])
+                for u in range(n):
+                    logdet[u] += math.log(chol[j, j, u])
+            else:
+                for u in range(n):
+                    chol[j, i, u] = acc[u] / chol[i, i, u]
+    return logdet
+
+
+@compiled()
+def _solve_lanes(prior_info, h_t, chol, v, acc):  # pragma: no cover - compiled
+    """``v = L^-1 (prior_info + h)`` per user into ``v (d, n)``; returns ``|v|^2 (n,)``."""
+    d, n = h_t.shape
+    quad = np.zeros(n)
+    for j in range(d):
+        for u in range(n):
+            acc[u] = prior_info[j] + h_t[j, u]
+        for k in range(j):
+            for u in range(n):
+                acc[u] -= chol[j, k, u] * v[k, u]
+        for u in range(n):
+            v[j, u] = acc[u] / chol[j, j, u]
+            quad[u] += v[j, u] * v[j, u]
+    return quad
+
+
+@compiled()
+def _inverse_lanes(chol, inv, acc):  # pragma: no cover - compiled
+    """``L^-1`` per user into the lower triangle of ``inv (d, d, n)`` (its upper triangle
+    stays zero), by forward substitution."""
+    d, _, n = chol.shape
+    for j in range(d):
+        for i in range(j + 1):
+            one = 1.0 if i == j else 0.0
+            for u in range(n):
+                acc[u] = one
+            for k in range(i, j):
+                for u in range(n):
+                    acc[u] -= chol[j, k, u] * inv[k, i, u]
+            for u in range(n):
+                inv[j, i, u] = acc[u] / chol[j, j, u]
