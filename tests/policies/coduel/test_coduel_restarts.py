@@ -6,9 +6,11 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from tests.policies.coduel.test_coduel_split import D, K, Q, U, _merged, _users
 
 import prefduel.policies.coduel.policy as module
+from prefduel.core import jit
 from prefduel.policies import check_policy, load_policy
 from prefduel.policies.coduel import restarts
 from prefduel.policies.coduel.population import Population
@@ -109,3 +111,18 @@ def test_coduel_restarts_and_coduel_ask_take_the_restart_settings_chosen_on_dev(
 
 def test_coduel_restarts_passes_check_policy():
     check_policy(lambda: load_policy("coduel-restarts:nmin=2"))
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed")
+@pytest.mark.parametrize(("seed", "n", "size"), [(0, 12, 4), (1, 90, 6), (2, 400, 12)])
+def test_compiled_kmeans_gives_numpy_partition_to_the_bit(seed, n, size, monkeypatch):
+    """The compiled Lloyd loop sums in numpy's order, so the partitions (and the inertia that
+    picks the tightest start) are those the published figures were computed with."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=(n, D)) * np.exp(rng.normal(size=(n, 1)))
+    theta[: n // 3] += 3.0  # some structure, so that clusters of many users form
+    fast = restarts.kmeans(theta, size, np.random.default_rng(seed))
+    monkeypatch.setattr(jit, "ENABLED", False)
+    slow = restarts.kmeans(theta, size, np.random.default_rng(seed))
+    np.testing.assert_array_equal(fast[0], slow[0])
+    assert fast[1] == slow[1]

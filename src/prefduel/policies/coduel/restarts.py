@@ -22,6 +22,7 @@ import copy
 
 import numpy as np
 
+from prefduel.core import jit
 from prefduel.policies.coduel.population import Population, component_evidence
 
 #: Mixture sizes (learned components) tried at each restart.
@@ -50,23 +51,83 @@ def isotropic_means(lam: np.ndarray, h: np.ndarray, prior_var: float) -> np.ndar
 
 
 def kmeans(theta: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """Lloyd's k-means of ``theta (n, d)`` from ``size`` distinct users as centers.
+    """Lloyd's k-means of ``theta (n, d)`` from ``size`` distinct users as centers (compiled
+    when `prefduel.core.jit.ENABLED`; both paths give the same partition to the bit).
 
     Returns:
         ``(assign (n,), inertia)``: each user's cluster and the summed squared distances.
     """
     centers = theta[rng.choice(theta.shape[0], size, replace=False)]
+    if jit.ENABLED:
+        dist = _lloyd(np.ascontiguousarray(theta, dtype=float), centers, KMEANS_ITERS)
+    else:
+        dist = _lloyd_numpy(theta, centers)
+    return dist.argmin(1), float(dist.min(1).sum())
+
+
+def _lloyd_numpy(theta: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """`_lloyd` in numpy: the squared distances ``(n, size)`` to the final centers."""
     assign = None
     for _ in range(KMEANS_ITERS):
         dist = ((theta[:, None] - centers[None]) ** 2).sum(-1)
         if assign is not None and np.array_equal(dist.argmin(1), assign):
             break  # the same partition gives the same centers: later iterations change nothing
         assign = dist.argmin(1)
-        for c in range(size):
+        for c in range(centers.shape[0]):
             if (assign == c).any():
                 centers[c] = theta[assign == c].mean(0)
-    dist = ((theta[:, None] - centers[None]) ** 2).sum(-1)
-    return dist.argmin(1), float(dist.min(1).sum())
+    return ((theta[:, None] - centers[None]) ** 2).sum(-1)
+
+
+@jit.compiled()
+def _lloyd(theta, centers, iters):  # pragma: no cover - compiled
+    """Lloyd's iterations from ``centers (size, d)`` (updated in place), at most ``iters``,
+    stopping when a partition repeats; returns the squared distances ``(n, size)`` to the
+    final centers. Sums run in numpy's order for these shapes (over d in order; a cluster's
+    members in order, then divided by their number), so the partition is numpy's."""
+    n, d = theta.shape
+    size = centers.shape[0]
+    dist = np.empty((n, size))
+    assign = np.full(n, -1)
+    total = np.empty(d)
+    for it in range(iters + 1):
+        _sq_distances(theta, centers, dist)
+        if it == iters:
+            break
+        changed = False
+        for u in range(n):
+            best = 0
+            for c in range(1, size):
+                if dist[u, c] < dist[u, best]:
+                    best = c
+            changed = changed or best != assign[u]
+            assign[u] = best
+        if not changed:
+            break
+        for c in range(size):
+            count = 0
+            total[:] = 0.0
+            for u in range(n):
+                if assign[u] == c:
+                    count += 1
+                    for i in range(d):
+                        total[i] += theta[u, i]
+            if count:
+                for i in range(d):
+                    centers[c, i] = total[i] / count
+    return dist
+
+
+@jit.compiled()
+def _sq_distances(theta, centers, dist):  # pragma: no cover - compiled
+    """``dist[u, c] = sum_i (theta[u, i] - centers[c, i])^2``, summed over i in order."""
+    for u in range(theta.shape[0]):
+        for c in range(centers.shape[0]):
+            acc = 0.0
+            for i in range(theta.shape[1]):
+                diff = theta[u, i] - centers[c, i]
+                acc += diff * diff
+            dist[u, c] = acc
 
 
 def kmeans_start(pop: Population, theta: np.ndarray, assign: np.ndarray) -> Population:
