@@ -43,10 +43,13 @@ WEIGHTS = Path(__file__).with_name("amortised_weights.npz")
 RESTARTS = {"restarts": 8, "restart_growth": 1.5}
 
 
-def record(seeds: list[int], base: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def record(
+    seeds: list[int], base: dict, network: Network | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows ``x (R, F)``, targets ``y (R,)`` and world of each row, recorded while
     `AmortisedCODuel` plays with ``base`` settings (CODuel's pairs without a network)."""
     xs, ys, ws = [], [], []
+    AmortisedCODuel.network = network
     for seed in seeds:
         world = parse_world("dev").make(seed)
         policy = AmortisedCODuel(**base)
@@ -121,6 +124,16 @@ def train(args: argparse.Namespace) -> None:
     arrays = fit(x[~held], y[~held], hidden, args.fit_seed)
     offline_report(Network(arrays), x[held], y[held], 6)
     arrays = fit(x, y, hidden, args.fit_seed)
+    if args.dagger:
+        # the amortised policy's own sessions (its states differ from CODuel's), added to
+        # the first rows and refitted once: one step of DAgger
+        more = parse_seeds(args.dagger)
+        if min(more) < 1000 or set(more) & set(seeds):
+            raise SystemExit("--dagger worlds must be 1000+ and disjoint from --worlds")
+        x2, y2, _ = record(more, {**base, "future": args.future}, Network(arrays))
+        x, y = np.concatenate([x, x2]), np.concatenate([y, y2])
+        arrays = fit(x, y, hidden, args.fit_seed)
+        seeds = seeds + more
     arrays["features"] = np.array(FEATURES)
     np.savez(args.weights, **arrays)
     print(f"saved {args.weights} ({len(seeds)} worlds, {y.size} rows)")
@@ -131,6 +144,10 @@ def variants(names: list[str], weights: Path) -> dict:
     if any("greedy" in name for name in names):
         out["coduel:pair=greedy"] = lambda: CODuel(pair="greedy")
     for name in names:
+        if name.startswith("coduel:"):
+            kw = dict(item.split("=") for item in name.split(":", 1)[1].split(";"))
+            out[name] = lambda kw=kw: CODuel(**kw)
+            continue
         kw = {}
         parts = name.split("+")
         if parts[0] != "amortised":
@@ -144,6 +161,8 @@ def variants(names: list[str], weights: Path) -> dict:
                 kw["future"] = float(part[1:])
             elif part == "greedy":
                 kw["pair"] = "greedy"
+            elif part == "nogate":
+                kw["gate"] = "off"
         out[name] = lambda kw=kw: AmortisedCODuel(**kw)
     net = Network(dict(np.load(weights)))
     AmortisedCODuel.network = net
@@ -189,6 +208,8 @@ def main() -> None:
     parser.add_argument("--worlds", default="1000-1015", help="training world seeds (1000+)")
     parser.add_argument("--base", default="coduel", choices=["coduel", "restarts"])
     parser.add_argument("--hidden", default="32x32")
+    parser.add_argument("--dagger", default="", help="worlds the trained policy then plays")
+    parser.add_argument("--future", type=float, default=0.5, help="future scale (--dagger)")
     parser.add_argument("--fit-seed", type=int, default=0)
     parser.add_argument("--weights", type=Path, default=WEIGHTS)
     parser.add_argument("--data", type=Path, help="cache of the recorded rows (.npz)")
