@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,8 @@ from amortised_prototypes import FEATURES, AmortisedCODuel, Network
 from prefduel.cli.main import parse_seeds
 from prefduel.policies.coduel.policy import CODuel
 from prefduel.runner.cell import play, policy_rng, summarize
-from prefduel.worlds import parse_world
+from prefduel.worlds import get_roster, parse_world
+from prefduel.worlds.tutorsim import generate_world
 
 WEIGHTS = Path(__file__).with_name("amortised_weights.npz")
 RESTARTS = {"restarts": 8, "restart_growth": 1.5}
@@ -169,8 +171,15 @@ def variants(names: list[str], weights: Path) -> dict:
     return out
 
 
-def run(seed: int, make) -> tuple[float, float]:
-    world = parse_world("dev").make(seed)
+def dev_world(seed: int, arrivals: int | None = None):
+    """A ``dev`` world, with ``arrivals`` users instead of 300 when given (timing runs)."""
+    if arrivals is None:
+        return parse_world("dev").make(seed)
+    return generate_world(replace(get_roster("dev"), arrivals=arrivals), seed)
+
+
+def run(seed: int, make, arrivals: int | None = None) -> tuple[float, float]:
+    world = dev_world(seed, arrivals)
     policy = make()
     start = time.process_time()
     traj = play(world, policy, policy_rng(seed, "prototype"))
@@ -186,7 +195,7 @@ def score(args: argparse.Namespace) -> None:
     cpu = {k: [] for k in table}
     for seed in seeds:
         for name, make in table.items():
-            scores[name][seed], c = run(seed, make)
+            scores[name][seed], c = run(seed, make, args.arrivals)
             cpu[name].append(c)
         print(f"seed {seed}: " + "  ".join(f"{k} {v[seed]:.2f}" for k, v in scores.items()),
               flush=True)
@@ -214,6 +223,7 @@ def main() -> None:
     parser.add_argument("--weights", type=Path, default=WEIGHTS)
     parser.add_argument("--data", type=Path, help="cache of the recorded rows (.npz)")
     parser.add_argument("--seeds", default="0-7")
+    parser.add_argument("--arrivals", type=int, help="dev with this many users (CPU timing)")
     parser.add_argument("--variants", default="amortised")
     args = parser.parse_args()
     with threadpool_limits(1):

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from prefduel.core import jit
 from prefduel.core.btl import top_two
 from prefduel.policies.base import CLICK_BETA
 from prefduel.policies.coduel.pair_rule import lookahead_pair
@@ -43,6 +44,75 @@ FEATURES = (
 
 def persona_features(policy: AmortisedCODuel, phi: np.ndarray, Phi: np.ndarray) -> np.ndarray:
     """``(K, len(FEATURES))`` features of the current question at select time."""
+    if jit.ENABLED:
+        b, out = policy.belief, policy._features_buf
+        _features_kernel(
+            b.weights, b.mu, b.sigma, policy.solo.mu, policy.solo.sigma, policy.prior_theta,
+            phi, np.ascontiguousarray(Phi[:, -1], dtype=float), policy._won_lost,
+            policy.t / policy.S, math.log1p(policy.n_sessions), max(policy.t, 1),
+            float(policy.population and (policy.gate_open or not policy.gate)), out,
+        )
+        return out.copy()
+    return _features_numpy(policy, phi, Phi)
+
+
+@jit.compiled()
+def _features_kernel(w, mu, sigma, solo_mu, solo_sigma, prior, phi, g_raw, won_lost, rnd,
+                     users, played, active, out):  # fmt: skip
+    """`persona_features` compiled: the same columns, in loops."""
+    n_comp, d = mu.shape
+    k = phi.shape[0]
+    top, entropy = 0, 0.0
+    for c in range(n_comp):
+        if w[c] > w[top]:
+            top = c
+        if w[c] > 0.0:
+            entropy -= w[c] * np.log(w[c])
+    m, ms, m0, g, gr = np.zeros(k), np.zeros(k), np.zeros(k), phi[:, d - 1], g_raw
+    for p in range(k):
+        second, within, s_solo = 0.0, 0.0, 0.0
+        for c in range(n_comp):
+            u = 0.0
+            q = 0.0
+            for a in range(d):
+                u += mu[c, a] * phi[p, a]
+                row = 0.0
+                for e in range(d):
+                    row += sigma[c, a, e] * phi[p, e]
+                q += phi[p, a] * row
+            m[p] += w[c] * u
+            second += w[c] * (q + u * u)
+            if c == top:
+                within = q
+        for a in range(d):
+            ms[p] += solo_mu[a] * phi[p, a]
+            m0[p] += prior[a] * phi[p, a]
+            row = 0.0
+            for e in range(d):
+                row += solo_sigma[a, e] * phi[p, e]
+            s_solo += phi[p, a] * row
+        out[p, 2] = second
+        out[p, 3] = np.sqrt(max(within, 0.0))
+        out[p, 6] = np.sqrt(max(s_solo, 0.0))
+    for p in range(k):
+        out[p, 2] = np.sqrt(max(out[p, 2] - m[p] * m[p], 0.0))
+        out[p, 0] = m[p] - m.mean()
+        out[p, 1] = m.max() - m[p]
+        out[p, 4] = ms[p] - ms.mean()
+        out[p, 5] = ms.max() - ms[p]
+        out[p, 7] = g[p] - g.mean()
+        out[p, 8] = gr[p] - gr.mean()
+        out[p, 9] = rnd
+        out[p, 10] = users
+        out[p, 11] = entropy
+        out[p, 12] = active
+        out[p, 13] = m0[p] - m0.mean()
+        out[p, 14] = won_lost[p, 0] / played
+        out[p, 15] = won_lost[p, 1] / played
+
+
+def _features_numpy(policy: AmortisedCODuel, phi: np.ndarray, Phi: np.ndarray) -> np.ndarray:
+    """`persona_features` in numpy (without numba)."""
     b = policy.belief
     w = b.weights
     u = b.mu @ phi.T  # (C, K)
