@@ -55,16 +55,24 @@ def colstim_pair(
 
 
 def maxinp_candidates(
-    Phi: np.ndarray, mu: np.ndarray, sigma: np.ndarray, beta: float
+    Phi: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    beta: float,
+    widths: np.ndarray | None = None,
 ) -> np.ndarray:
     """MaxInP's candidate set: personas not confidently beaten by any other (pure function).
+
+    ``widths`` is `pair_widths` ``(Phi, sigma)`` when the caller has it already.
 
     Returns:
         Boolean mask ``(K,)``: ``C[i] = all_j (phi_i - phi_j).mu + beta ||phi_i - phi_j||_Sigma
         >= 0``. The posterior-mean best persona is always a candidate.
     """
     util = Phi @ mu
-    upper = util[:, None] - util[None, :] + beta * pair_widths(Phi, sigma)
+    if widths is None:
+        widths = pair_widths(Phi, sigma)
+    upper = util[:, None] - util[None, :] + beta * widths
     return np.all(upper >= 0.0, axis=1)
 
 
@@ -77,10 +85,11 @@ def maxinp_pair(
     candidate i, the pair is i and the best other persona under the mean (exploitation).
     ``util_jitter`` ``(K,)`` is added to the mean utilities to break exact ties.
     """
-    cand = maxinp_candidates(Phi, mu, sigma, beta)
+    widths = pair_widths(Phi, sigma)
+    cand = maxinp_candidates(Phi, mu, sigma, beta, widths)
     util = Phi @ mu + util_jitter
     if cand.sum() >= 2:
-        width = pair_widths(Phi, sigma) + util_jitter[:, None] + util_jitter[None, :]
+        width = widths + util_jitter[:, None] + util_jitter[None, :]
         width[~cand, :] = -np.inf
         width[:, ~cand] = -np.inf
         return argmax_pair(width)
