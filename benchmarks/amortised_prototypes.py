@@ -4,7 +4,8 @@
 Nothing here is registered. The model is persona-equivariant: one small network maps each
 persona's features (CODuel's belief about that persona's utility on the current question, the
 no-transfer learner's, the rater's score, and session-level context) to a correction of its
-utility; no persona or profile identity is an input, so it cannot memorise ``dev``'s profiles.
+utility. No persona or profile identity is an input, yet trained on ``dev`` worlds it learns
+``dev``'s profiles (the transfer probe in ``amortised_inference.py``).
 """
 
 from __future__ import annotations
@@ -150,12 +151,13 @@ class Network:
 
     def __init__(self, arrays: dict[str, np.ndarray]) -> None:
         self.mean, self.scale = arrays["x_mean"], arrays["x_scale"]
+        self.columns = arrays.get("columns", np.arange(len(FEATURES)))
         n = sum(1 for key in arrays if key.startswith("W"))
         self.layers = [(arrays[f"W{i}"], arrays[f"b{i}"]) for i in range(n)]
         self.y_scale = float(arrays["y_scale"])
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        h = (x - self.mean) / self.scale
+        h = (x[:, self.columns] - self.mean) / self.scale
         for w, b in self.layers[:-1]:
             h = np.tanh(h @ w + b)
         w, b = self.layers[-1]
@@ -242,7 +244,8 @@ class AmortisedCODuel(CODuel):
         # CODuel's value plus (m_i + m_j) is its future term (plus a constant): scaled by
         # ``future``, with the regret now from the corrected utilities
         m = self._features_buf[:, 0]
-        values = self.future * (values + m[first] + m[second]) - corrected[first] - corrected[second]
+        future = self.future * (values + m[first] + m[second])
+        values = future - corrected[first] - corrected[second]
         best = int(np.argmin(values))
         i, j = int(first[best]), int(second[best])
         return (j, i) if corrected[j] > corrected[i] else (i, j)
