@@ -14,6 +14,8 @@ from prefduel.policies.coduel.incremental import (
     IncrementalEM,
     full_pass_points,
     next_full_pass,
+    store_terms,
+    store_terms_numpy,
     user_terms,
 )
 from prefduel.policies.coduel.population import Population, component_evidence
@@ -245,3 +247,28 @@ def test_numpy_and_compiled_paths_play_the_same_pairs(small_world, monkeypatch):
     plain = play(small_world, load_policy(spec), np.random.default_rng(1))
     np.testing.assert_array_equal(compiled.first, plain.first)
     np.testing.assert_array_equal(compiled.second, plain.second)
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed")
+@pytest.mark.parametrize("update_sums", [True, False])
+def test_compiled_bookkeeping_equals_numpy_to_the_bit(update_sums):
+    """The stored terms and their sums, written by the compiled loop, are numpy's bit for bit
+    (zero responsibilities make -0.0 products, whose sums numpy starts from 0.0)."""
+    rng = np.random.default_rng(5)
+    n, n_slots, d = 30, 6, 4
+    store = [
+        rng.normal(size=shape) for shape in ((n, n_slots), (n, n_slots, d), (n, n_slots, d, d))
+    ]
+    sums = [rng.normal(size=shape) for shape in ((n_slots,), (n_slots, d), (n_slots, d, d))]
+    users, slots = np.array([7, 2, 19, 3]), np.array([0, 4, 1, 5])
+    r = rng.dirichlet(np.ones(4), size=4)
+    r[1, 2:] = 0.0
+    m, second = rng.normal(size=(4, 3, d)), rng.normal(size=(4, 3, d, d))
+    m[1] = -np.abs(m[1])
+    fast = [a.copy() for a in (*store, *sums)]
+    slow = [a.copy() for a in (*store, *sums)]
+    store_terms(*fast, users, slots, r, m[:, :], second, update_sums)
+    store_terms_numpy(*slow, users, slots, r, m, second, update_sums)
+    for got, want in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want))

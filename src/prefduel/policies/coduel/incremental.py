@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from prefduel.core import jit
 from prefduel.policies.coduel.population import Population, component_evidence
 
 #: Users per batch in a full pass (bounds the memory of the batched E-step).
@@ -166,21 +167,10 @@ class IncrementalEM:
         logr -= logr.max(axis=1, keepdims=True)
         r = np.exp(logr)
         r /= r.sum(axis=1, keepdims=True)
-        slots = np.asarray(self.slots)
-        rows, cols = users[:, None], slots[None, :]
-        if update_sums:  # unused slots hold zeros for every user: only these columns change
-            self.w_sum[slots] -= self.r[rows, cols].sum(axis=0)
-            self.s1_sum[slots] -= self.s1[rows, cols].sum(axis=0)
-            self.s2_sum[slots] -= self.s2[rows, cols].sum(axis=0)
-        self.r[rows, cols] = r
-        if slots.size > 1:
-            rl = r[:, 1:]
-            self.s1[rows, cols[:, 1:]] = rl[..., None] * m
-            self.s2[rows, cols[:, 1:]] = rl[..., None, None] * second
-        if update_sums:
-            self.w_sum[slots] += r.sum(axis=0)
-            self.s1_sum[slots] += self.s1[rows, cols].sum(axis=0)
-            self.s2_sum[slots] += self.s2[rows, cols].sum(axis=0)
+        slots = np.asarray(self.slots, dtype=np.int64)
+        args = (self.r, self.s1, self.s2, self.w_sum, self.s1_sum, self.s2_sum)
+        store = store_terms if jit.ENABLED else store_terms_numpy
+        store(*args, np.asarray(users, dtype=np.int64), slots, r, m, second, update_sums)
 
     def resum(self) -> None:
         """Recompute the sums from the stored terms of the ``n`` users (no rounding drift)."""
@@ -244,3 +234,87 @@ class IncrementalEM:
             grown = np.zeros((new, *old.shape[1:]))
             grown[:cap] = old
             setattr(self, name, grown)
+
+
+def store_terms_numpy(
+    r_all: np.ndarray,
+    s1: np.ndarray,
+    s2: np.ndarray,
+    w_sum: np.ndarray,
+    s1_sum: np.ndarray,
+    s2_sum: np.ndarray,
+    users: np.ndarray,
+    slots: np.ndarray,
+    r: np.ndarray,
+    m: np.ndarray,
+    second: np.ndarray,
+    update_sums: bool,
+) -> None:
+    """`store_terms` in numpy (the path without numba)."""
+    rows, cols = users[:, None], slots[None, :]
+    if update_sums:  # unused slots hold zeros for every user: only these columns change
+        w_sum[slots] -= r_all[rows, cols].sum(axis=0)
+        s1_sum[slots] -= s1[rows, cols].sum(axis=0)
+        s2_sum[slots] -= s2[rows, cols].sum(axis=0)
+    r_all[rows, cols] = r
+    if slots.size > 1:
+        rl = r[:, 1:]
+        s1[rows, cols[:, 1:]] = rl[..., None] * m
+        s2[rows, cols[:, 1:]] = rl[..., None, None] * second
+    if update_sums:
+        w_sum[slots] += r.sum(axis=0)
+        s1_sum[slots] += s1[rows, cols].sum(axis=0)
+        s2_sum[slots] += s2[rows, cols].sum(axis=0)
+
+
+@jit.compiled()
+def store_terms(
+    r_all, s1, s2, w_sum, s1_sum, s2_sum, users, slots, r, m, second, update_sums
+):  # pragma: no cover - compiled
+    """`IncrementalEM.refresh`'s bookkeeping, in place: the stored terms of ``users`` in
+    ``slots`` replaced by ``r (n_u, S')``, ``r m`` and ``r second`` (``m``, ``second``: the
+    learned slots, ``slots[1:]``), and with ``update_sums`` the old terms subtracted from the
+    sums and the new ones added. Sums over users are formed as numpy forms them, so the two
+    paths agree to the bit (`store_terms_numpy`)."""
+    n_u, n_s = r.shape
+    d = s1.shape[2]
+    if update_sums:
+        _add_user_sums(r_all, s1, s2, w_sum, s1_sum, s2_sum, users, slots, -1.0)
+    for a in range(n_u):
+        u = users[a]
+        for b in range(n_s):
+            r_all[u, slots[b]] = r[a, b]
+        for b in range(1, n_s):
+            slot = slots[b]
+            for i in range(d):
+                s1[u, slot, i] = r[a, b] * m[a, b - 1, i]
+                for j in range(d):
+                    s2[u, slot, i, j] = r[a, b] * second[a, b - 1, i, j]
+    if update_sums:
+        _add_user_sums(r_all, s1, s2, w_sum, s1_sum, s2_sum, users, slots, 1.0)
+
+
+@jit.compiled()
+def _add_user_sums(r_all, s1, s2, w_sum, s1_sum, s2_sum, users, slots, sign):  # pragma: no cover
+    """Add (``sign`` 1) or subtract (-1) the users' summed stored terms to the sums of
+    ``slots``; each sum over users is formed first, from 0.0 in the users' order (numpy's
+    order for these sums: a sum of -0.0 terms is 0.0)."""
+    d = s1.shape[2]
+    for slot in slots:
+        total = 0.0
+        for u in users:
+            total += r_all[u, slot]
+        w_sum[slot] = w_sum[slot] + total if sign > 0 else w_sum[slot] - total
+        for i in range(d):
+            total = 0.0
+            for u in users:
+                total += s1[u, slot, i]
+            s1_sum[slot, i] = s1_sum[slot, i] + total if sign > 0 else s1_sum[slot, i] - total
+            for j in range(d):
+                total = 0.0
+                for u in users:
+                    total += s2[u, slot, i, j]
+                if sign > 0:
+                    s2_sum[slot, i, j] = s2_sum[slot, i, j] + total
+                else:
+                    s2_sum[slot, i, j] = s2_sum[slot, i, j] - total
