@@ -35,6 +35,15 @@ Figures on this machine (2 cores shared with other work, no GPU), ``dev`` seeds 
 | amortised+restarts+f0.5 | 52.08 ± 0.26 | +3.27 [+2.58, +3.96] | +1.93 [+1.39, +2.48] | 1.38 s |
 | amortised+s0+f0.5 (no net) | 49.83 ± 0.34 | +1.03 [+0.23, +1.82] | -0.31 [-1.04, +0.42] | |
 | amortised+s0 (no net, f 1) | 49.53 ± 0.33 | +0.73 [-0.11, +1.56] | -0.61 [-1.34, +0.11] | |
+| amortised+s0+restarts | 50.50 ± 0.31 | +1.69 [+0.93, +2.46] | +0.36 [-0.25, +0.96] | 1.37 s |
+| amortised+s0+restarts+f0.3 | 50.98 ± 0.31 | +2.18 [+1.36, +3.00] | +0.84 [+0.18, +1.51] | 1.36 s |
+| amortised+s0+restarts+f0.5 | 50.62 ± 0.40 | +1.82 [+1.07, +2.57] | +0.48 [-0.21, +1.18] | 1.42 s |
+| amortised+s0+restarts+f0.7 | 51.15 ± 0.31 | +2.34 [+1.71, +2.97] | +1.00 [+0.42, +1.59] | 1.37 s |
+
+The ``+s0+restarts`` rows are the pair-rule changes alone (no network) on ``coduel-restarts``'
+settings: the future scale is worth up to about a point over ``coduel-restarts``, with no
+clear optimum among 0.3-1 (the four scales were compared on the same 32 seeds, so the best of
+them, +1.00 at 0.7, is an optimistic figure).
 
 Seeds 0-7 (CODuel 50.40 ± 0.53; ``future`` was chosen here, so 0-31 contains these seeds):
 ``amortised`` (f 1) +0.57 [-0.77, +1.91], ``+f0.3`` +2.51 [+0.88, +4.14], ``+f0.5`` +2.41
