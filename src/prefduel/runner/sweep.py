@@ -8,10 +8,10 @@ The work is cut into *units*, and a unit's rows are stored as soon as it finishe
 only the units in flight). In-process (``jobs=1``) and on a passed executor, a unit is one
 unfinished policy cell, or the missing references of one ``(world, seed)``. With ``jobs>1`` local
 workers, a unit is all the missing cells of one ``(world, seed)``, so one worker builds that world
-(a TutorSim world of 350 arrivals: 0.37-0.43 s of CPU on a shared 2-core machine) instead of
-every worker that picks up one of its cells; only the last ``jobs`` pairs stay cut per cell, so
-a small grid still keeps every worker busy and the workers finish together (`plan_units`). A
-worker keeps the last few worlds it built for the sweep. Units run on any
+(a TutorSim world of 350 arrivals: about 0.18 s of CPU in a worker, on a shared 2-core machine)
+instead of every worker that picks up one of its cells; only the last ``jobs`` pairs stay cut per
+cell, so a small grid still keeps every worker busy and the workers finish together
+(`plan_units`). A worker keeps the last few worlds it built for the sweep. Units run on any
 `concurrent.futures.Executor`: none for ``jobs=1`` (in-process), a `ProcessPoolExecutor` for
 ``jobs>1``, or one passed in, e.g. a Dask ``Client.get_executor()``. Workers only compute; the
 coordinating process appends their rows to the store as units finish (so the file order may vary
