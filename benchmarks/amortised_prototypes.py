@@ -211,15 +211,7 @@ class AmortisedCODuel(CODuel):
             self.record.append((x, u - u.mean() - x[:, 0]))
         delta = 0.0 if self.network is None else self.strength * self.network(x)
         i, j = self._pair(phi, x[:, 0] + delta, self.network is None)
-        self._last = (i, j, phi[i] - phi[j])
-        self.s_g.append(np.array(Phi[:, -1], dtype=float))
-        if not self.layout_ok:
-            self.s_z.append(self._last[2])
-        self.recent.append(np.array(Phi, dtype=float))
-        if len(self.recent) > self.bank:
-            self.recent.pop(0)
-        self._bank_append(phi)
-        return i, j
+        return self._shown(i, j, phi, Phi)
 
     def _pair(self, phi: np.ndarray, corrected: np.ndarray, plain: bool) -> tuple[int, int]:
         """CODuel's pair rule on the corrected utilities (``plain``: CODuel's own pair)."""

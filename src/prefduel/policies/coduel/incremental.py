@@ -304,17 +304,14 @@ def _add_user_sums(r_all, s1, s2, w_sum, s1_sum, s2_sum, users, slots, sign):  #
         total = 0.0
         for u in users:
             total += r_all[u, slot]
-        w_sum[slot] = w_sum[slot] + total if sign > 0 else w_sum[slot] - total
+        w_sum[slot] += sign * total  # a + (-b) is a - b exactly
         for i in range(d):
             total = 0.0
             for u in users:
                 total += s1[u, slot, i]
-            s1_sum[slot, i] = s1_sum[slot, i] + total if sign > 0 else s1_sum[slot, i] - total
+            s1_sum[slot, i] += sign * total
             for j in range(d):
                 total = 0.0
                 for u in users:
                     total += s2[u, slot, i, j]
-                if sign > 0:
-                    s2_sum[slot, i, j] = s2_sum[slot, i, j] + total
-                else:
-                    s2_sum[slot, i, j] = s2_sum[slot, i, j] - total
+                s2_sum[slot, i, j] += sign * total

@@ -238,7 +238,11 @@ class CODuel(Policy):
                 pair = top_two(phi @ self.belief.mean() + jitter)
         else:
             pair = top_two(phi @ self.solo.mu + jitter)
-        i, j = int(pair[0]), int(pair[1])
+        return self._shown(int(pair[0]), int(pair[1]), phi, Phi)
+
+    def _shown(self, i: int, j: int, phi: np.ndarray, Phi: np.ndarray) -> tuple[int, int]:
+        """Log the round's pair ``(i, j)`` (features ``phi`` as the learners see them, ``Phi``
+        raw) for `update`, the session's summaries and the lookahead's bank; returns it."""
         self._last = (i, j, phi[i] - phi[j])
         self.s_g.append(np.array(Phi[:, -1], dtype=float))
         if not self.layout_ok:
