@@ -11,6 +11,8 @@ from scipy.optimize import minimize, root
 from scipy.stats import norm
 
 from pb_laplace import D, K, random_cov, tutorduel_z
+from prefduel.core import jit
+from prefduel.core.laplace import laplace_update
 from prefduel.policies.laplace import LaplaceBelief, laplace_step
 
 
@@ -193,3 +195,26 @@ def test_laplace_step_takes_any_array_layout():
     got = laplace_step(list(mu), np.asfortranarray(sigma), z[::-1][::-1], 1)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("numba", [True, False])
+def test_the_one_belief_update_is_the_batched_one_to_the_bit(numba, monkeypatch):
+    """`laplace_step` (one belief, `update_one`) gives exactly what `laplace_update` gives on
+    a batch of one, compiled and not, surprising clicks on wide beliefs included."""
+    monkeypatch.setattr(jit, "ENABLED", numba and jit.ENABLED)
+    rng = np.random.default_rng(7)
+    for case in range(200):
+        scale = (0.1, 1.0, 30.0)[case % 3]
+        mu, sigma, z = 3 * rng.normal(size=D), random_cov(rng, scale), tutorduel_z(rng, 2.0)
+        y = int(case % 2)
+        new_mu, new_sigma, p = laplace_step(mu, sigma, z, y)
+        ref_mu, ref_sigma = mu[None].copy(), sigma[None].copy()
+        ref_p = laplace_update(ref_mu, ref_sigma, z, y)
+        assert p == ref_p[0]
+        assert new_mu.tobytes() == ref_mu[0].tobytes()
+        assert new_sigma.tobytes() == ref_sigma[0].tobytes()
+
+
+def test_laplace_step_rejects_a_click_of_the_wrong_size():
+    with pytest.raises(ValueError, match="do not fit"):
+        laplace_step(np.zeros(D), np.eye(D), np.ones(D - 1), 1)

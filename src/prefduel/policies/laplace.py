@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from prefduel.core.laplace import laplace_update
+from prefduel.core.laplace import update_one
 
 
 def laplace_step(
@@ -31,8 +31,7 @@ def laplace_step(
     """
     new_mu = np.array(mu, dtype=float, order="C")
     new_sigma = np.array(sigma, dtype=float, order="C")
-    p_first = laplace_update(new_mu[None], new_sigma[None], z, y)
-    return new_mu, new_sigma, float(p_first[0])
+    return new_mu, new_sigma, update_one(new_mu, new_sigma, z, y)
 
 
 class LaplaceBelief:
