@@ -18,6 +18,7 @@ from prefduel.policies.baselines._common import (
     Radius,
     UserLaplacePolicy,
     argmax_pair,
+    argmax_pair_inplace,
     pair_widths,
     resolve_radius,
 )
@@ -103,7 +104,11 @@ def maxpair_scores(Phi: np.ndarray, mu: np.ndarray, sigma: np.ndarray, beta: flo
     """Optimistic pair scores ``(K, K)``: ``u_i + u_j + beta ||phi_i - phi_j||_Sigma`` with
     ``u = Phi mu`` (the diagonal is meaningless)."""
     util = Phi @ mu
-    return util[:, None] + util[None, :] + beta * pair_widths(Phi, sigma)
+    scores = util[:, None] + util[None, :]
+    widths = pair_widths(Phi, sigma)
+    widths *= beta
+    scores += widths  # (u_i + u_j) + beta width, as written out of place
+    return scores
 
 
 # ------------------------------------------------------------------------------ policies
@@ -238,4 +243,6 @@ class MaxPairUCB(UserLaplacePolicy):
     def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
         scores = maxpair_scores(Phi, self.belief.mu, self.belief.sigma, self.beta)
         jitter = _JITTER * self.rng.random(self.K)
-        return argmax_pair(scores + jitter[:, None] + jitter[None, :])
+        scores += jitter[:, None]
+        scores += jitter[None, :]
+        return argmax_pair_inplace(scores)

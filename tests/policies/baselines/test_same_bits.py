@@ -1,0 +1,134 @@
+"""The baselines' cheaper forms of their per-round arithmetic against the forms they replaced:
+the same numbers to the bit (the leaderboard's rows must not move)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prefduel.core import jit
+from prefduel.policies import load_policy
+from prefduel.policies.base import policy_context
+from prefduel.policies.baselines._common import argmax_pair, argmax_pair_inplace, pair_widths
+from prefduel.policies.baselines.coldb import fold_components
+from prefduel.policies.baselines.linear_duel import maxpair_scores
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _cases(seed: int, n: int = 60):
+    """Features ``(6, 7)`` with repeated rows (zero widths), means and covariances."""
+    rng = np.random.default_rng(seed)
+    for case in range(n):
+        phi = np.hstack([np.eye(6), rng.normal(size=(6, 1))])
+        if case % 4 == 0:
+            phi[3] = phi[1]  # a zero-width pair: rounding can make its square negative
+        a = rng.normal(size=(7, 7))
+        sigma = (10.0 ** rng.uniform(-3, 1)) * (a @ a.T / 7 + 0.01 * np.eye(7))
+        yield phi, rng.normal(size=7), sigma
+
+
+def _old_pair_widths(Phi, sigma):
+    a = Phi @ sigma @ Phi.T
+    diag = np.diag(a)
+    sq = diag[:, None] + diag[None, :] - 2.0 * a
+    return np.sqrt(np.maximum(sq, 0.0))
+
+
+def _old_argmax_pair(scores):
+    masked = scores.copy()
+    np.fill_diagonal(masked, -np.inf)
+    flat = int(np.argmax(masked))
+    k = scores.shape[0]
+    return flat // k, flat % k
+
+
+def test_pair_widths_and_scores_are_the_out_of_place_formulas():
+    for phi, mu, sigma in _cases(0):
+        assert _same(pair_widths(phi, sigma), _old_pair_widths(phi, sigma))
+        util = phi @ mu
+        old = util[:, None] + util[None, :] + 0.7 * _old_pair_widths(phi, sigma)
+        assert _same(maxpair_scores(phi, mu, sigma, 0.7), old)
+
+
+def test_argmax_pair_in_place_is_the_copying_one():
+    rng = np.random.default_rng(1)
+    for case in range(200):
+        scores = rng.normal(size=(6, 6))
+        if case % 3 == 0:
+            scores[2, 4] = scores[4, 2] = scores.max() + 1.0  # a tie: the first in C order
+        want = _old_argmax_pair(scores)
+        assert argmax_pair(scores) == want
+        scratch = scores.copy()
+        assert argmax_pair_inplace(scratch) == want
+        assert np.all(np.diag(scratch) == -np.inf)
+
+
+@pytest.mark.parametrize("subtract", [False, True])
+def test_folding_components_is_numpys_loop_of_in_place_sums(subtract):
+    rng = np.random.default_rng(2)
+    rows = rng.normal(size=(50, 7, 7)) * 10.0 ** rng.integers(-8, 8, size=(50, 1, 1))
+    h_rows = rng.normal(size=(50, 7)) * 10.0 ** rng.integers(-8, 8, size=(50, 1))
+    rows[3], h_rows[3] = -0.0, -0.0  # signed zeros stay as numpy leaves them
+    for order in ([3], [5, 3, 17, 49, 0], list(rng.permutation(50))):
+        prec, info = rng.normal(size=(7, 7)), rng.normal(size=7)
+        prec[0, 0], info[0] = -0.0, -0.0
+        want_prec, want_info = prec.copy(), info.copy()
+        for c in order:
+            if subtract:
+                want_prec -= rows[c]
+                want_info -= h_rows[c]
+            else:
+                want_prec += rows[c]
+                want_info += h_rows[c]
+        fold_components(prec, info, rows, h_rows, np.array(order, dtype=np.int64), subtract)
+        assert _same(prec, want_prec) and _same(info, want_info)
+
+
+def _drive_coldb(spec: str, seed: int) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    n, s, k, d = 12, 10, 6, 7
+    phis = np.zeros((n, s, k, d))
+    phis[..., :k] = np.eye(k)
+    phis[..., k] = rng.normal(size=(n, s, k))
+    thetas = rng.normal(size=(n, d))
+    policy = load_policy(spec)
+    policy.reset(np.random.default_rng(seed + 1), policy_context(n, s, k, d))
+    pairs = []
+    for u in range(n):
+        policy.start_student()
+        for r in range(s):
+            i, j = policy.select(phis[u, r])
+            pairs.append((i, j))
+            z = phis[u, r, i] - phis[u, r, j]
+            policy.update(int(rng.random() < 1 / (1 + np.exp(-thetas[u] @ z))))
+        policy.end_student()
+    return pairs, policy.cluster.mu, policy.cluster.sigma
+
+
+@pytest.mark.parametrize("spec", ["coldb", "coldb-paper", "coldb:threshold=0.2"])
+def test_coldb_folds_components_as_its_numpy_loop_does(spec, monkeypatch):
+    """The compiled fold and the numpy loop it replaced drive COLDB to the same bits (only
+    the fold is switched: the Laplace updates stay compiled)."""
+    if not jit.ENABLED:
+        pytest.skip("numba is not installed")
+    want = _drive_coldb(spec, 3)
+    monkeypatch.setattr(
+        "prefduel.policies.baselines.coldb.COLDB._fold", _numpy_fold, raising=True
+    )
+    got = _drive_coldb(spec, 3)
+    assert got[0] == want[0]
+    assert _same(got[1], want[1]) and _same(got[2], want[2])
+
+
+def _numpy_fold(self, prec, info, comps, subtract):
+    for c in comps:
+        if subtract:
+            prec -= self.comp_lam[c]
+            info -= self.comp_h[c]
+        else:
+            prec += self.comp_lam[c]
+            info += self.comp_h[c]
