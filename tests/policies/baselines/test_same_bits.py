@@ -11,6 +11,7 @@ from prefduel.policies import load_policy
 from prefduel.policies.base import policy_context
 from prefduel.policies.baselines._common import argmax_pair, argmax_pair_inplace, pair_widths
 from prefduel.policies.baselines.coldb import fold_components
+from prefduel.policies.baselines.conucb import key_term_credit, key_term_spread
 from prefduel.policies.baselines.linear_duel import maxpair_scores
 
 
@@ -132,3 +133,19 @@ def _numpy_fold(self, prec, info, comps, subtract):
         else:
             prec += self.comp_lam[c]
             info += self.comp_h[c]
+
+
+def test_key_term_credit_is_the_mean_of_its_terms():
+    rng = np.random.default_rng(4)
+    for phi, _, sigma in _cases(5, 40):
+        centred = phi - phi.mean(axis=0)
+        m_inv, key_inv = sigma, np.linalg.inv(sigma + np.eye(7))
+        for m in (1, 2, 6):
+            directions = rng.normal(size=(m, 7))
+            reach = centred @ m_inv @ key_inv @ directions.T
+            spread = 1.0 + np.einsum("md,de,me->m", directions, key_inv, directions)
+            want = float(np.mean((reach * reach).sum(axis=0) / spread))
+            assert key_term_credit(centred, m_inv, key_inv, directions) == want
+            kept = key_term_spread(key_inv, directions)
+            carried = centred @ m_inv @ key_inv
+            assert key_term_credit(centred, m_inv, key_inv, directions, carried, kept) == want

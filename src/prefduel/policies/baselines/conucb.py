@@ -54,11 +54,12 @@ from pydantic import Field
 from prefduel.core.schema import Real
 from prefduel.policies.asking import question_clicks
 from prefduel.policies.base import NonNegative, Policy, Positive
-from prefduel.policies.baselines._common import argmax_pair, pair_widths
+from prefduel.policies.baselines._common import argmax_pair_inplace, pair_widths
 from prefduel.policies.baselines.linear_duel import maxpair_scores
 from prefduel.policies.loading import POLICIES
 
 _JITTER = 1e-9  # a vanishing random jitter breaks exact ties (e.g. the all-zero start)
+_SPREADS_KEPT = 1024  # values of M~^-1 whose question spreads are kept (a bound on memory)
 #: A weight strictly between 0 and 1.
 Fraction = Annotated[Real, Field(gt=0, lt=1)]
 
@@ -87,12 +88,18 @@ def key_term_directions(question: dict[str, Any], k: int, d: int) -> np.ndarray:
     return np.array([key_term_rows(question, a, k, d)[0][0] for a in answers])
 
 
+def key_term_spread(key_inv: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """``1 + x~' M~^-1 x~`` for each row ``x~`` of ``directions`` ``(m, d)``: ``(m,)``."""
+    return 1.0 + np.einsum("md,de,me->m", directions, key_inv, directions)
+
+
 def key_term_credit(
     X: np.ndarray,
     m_inv: np.ndarray,
     key_inv: np.ndarray,
     directions: np.ndarray,
     carried: np.ndarray | None = None,
+    spread: np.ndarray | None = None,
 ) -> float:
     """ConUCB's key-term credit ``|X M^-1 M~^-1 x~|^2 / (1 + x~' M~^-1 x~)``, averaged over the
     rows of ``directions`` (pure function).
@@ -103,12 +110,15 @@ def key_term_credit(
         key_inv: ``M~^-1`` ``(d, d)``.
         directions: ``(m, d)`` key-term features.
         carried: ``X M^-1 M~^-1`` ``(K, d)`` if already computed (the same for every question).
+        spread: `key_term_spread` ``(key_inv, directions)`` if already computed.
     """
     if carried is None:
         carried = X @ m_inv @ key_inv
+    if spread is None:
+        spread = key_term_spread(key_inv, directions)
     reach = carried @ directions.T  # (K, m)
-    spread = 1.0 + np.einsum("md,de,me->m", directions, key_inv, directions)
-    return float(np.mean((reach * reach).sum(axis=0) / spread))
+    gain = (reach * reach).sum(axis=0) / spread
+    return float(gain.sum() / gain.size)  # np.mean's sum and division, without its wrapper
 
 
 @POLICIES.register("conucb-duel")
@@ -149,6 +159,7 @@ class ConUCBDuel(Policy):
         self.questions = list(context.get("questions", []))
         self.budget = int(context.get("ask_budget", 0))
         self._directions = [key_term_directions(q, self.K, self.d) for q in self.questions]
+        self._spreads: dict[bytes, list[np.ndarray]] = {}  # M~^-1's bytes -> key_term_spread
         self._features = np.eye(self.K, self.d)  # persona indicators until features are seen
         self.start_student()
 
@@ -170,7 +181,8 @@ class ConUCBDuel(Policy):
         if keys:
             self.key_inv = np.linalg.inv(self.key_m)
             self.key_theta = self.key_inv @ self.key_b
-        self.theta = self.m_inv @ (self.b + (1.0 - self.lam) * self.key_theta)
+            self._pull = (1.0 - self.lam) * self.key_theta  # the same until the next answer
+        self.theta = self.m_inv @ (self.b + self._pull)
 
     def ask(self) -> int | None:
         """The unasked question of largest key-term credit, while the session has not begun."""
@@ -178,15 +190,31 @@ class ConUCBDuel(Policy):
             return None
         centred = self._features - self._features.mean(axis=0)
         carried = centred @ self.m_inv @ self.key_inv
+        spreads = self._question_spreads()
         best, credit = None, -1.0
         for q, directions in enumerate(self._directions):
             if q not in self.asked:
-                value = key_term_credit(centred, self.m_inv, self.key_inv, directions, carried)
+                value = key_term_credit(
+                    centred, self.m_inv, self.key_inv, directions, carried, spreads[q]
+                )
                 if value > credit:
                     best, credit = q, value
         if best is not None:
             self.asked.add(best)
         return best
+
+    def _question_spreads(self) -> list[np.ndarray]:
+        """`key_term_spread` of every question under the current ``M~^-1``, kept by its value:
+        every session asks first under the same ``M~^-1`` (the prior's), and later under one
+        of the few that a first answer leads to."""
+        key = self.key_inv.tobytes()
+        spreads = self._spreads.get(key)
+        if spreads is None:
+            if len(self._spreads) >= _SPREADS_KEPT:
+                self._spreads.clear()
+            spreads = [key_term_spread(self.key_inv, dirs) for dirs in self._directions]
+            self._spreads[key] = spreads
+        return spreads
 
     def answer(self, question: int, value: int) -> None:
         """The answer's key-term observations update ``theta~`` and so ``theta``."""
@@ -202,9 +230,13 @@ class ConUCBDuel(Policy):
         scores = maxpair_scores(phi, self.theta, self.m_inv, self.lam * self.alpha)
         if self.key_alpha:
             carried = self.m_inv @ self.key_inv @ self.m_inv
-            scores = scores + (1.0 - self.lam) * self.key_alpha * pair_widths(phi, carried)
+            widths = pair_widths(phi, carried)
+            widths *= (1.0 - self.lam) * self.key_alpha
+            scores += widths
         jitter = _JITTER * self.rng.random(self.K)
-        i, j = argmax_pair(scores + jitter[:, None] + jitter[None, :])
+        scores += jitter[:, None]  # the sums of the out-of-place form, in its order
+        scores += jitter[None, :]
+        i, j = argmax_pair_inplace(scores)
         self._last = phi[i] - phi[j]
         return i, j
 
@@ -212,7 +244,7 @@ class ConUCBDuel(Policy):
         if self._last is None:
             raise RuntimeError(f"{self.name}: update() called before select()")
         x = self._last
-        self.m += self.lam * np.outer(x, x)
+        self.m += self.lam * (x[:, None] * x[None, :])  # np.outer's products
         self.b += self.lam * (2.0 * int(outcome) - 1.0) * x
         self._refresh(keys=False)
         self._last = None
