@@ -9,9 +9,20 @@ installed.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from prefduel.core.laplace import update_one
+
+
+@functools.cache
+def cholesky_jitter(d: int) -> np.ndarray:
+    """``1e-12 I_d`` (read-only), added to a covariance before its Cholesky factorization
+    (made once per ``d`` instead of once per round)."""
+    jitter = 1e-12 * np.eye(d)
+    jitter.flags.writeable = False
+    return jitter
 
 
 def laplace_step(
@@ -62,6 +73,6 @@ class LaplaceBelief:
 
     def sample(self, rng: np.random.Generator) -> np.ndarray:
         """One draw of theta from the belief."""
-        chol = np.linalg.cholesky(self.sigma + 1e-12 * np.eye(self.mu.size))
+        chol = np.linalg.cholesky(self.sigma + cholesky_jitter(self.mu.size))
         return self.mu + chol @ rng.standard_normal(self.mu.size)
 

@@ -15,6 +15,23 @@ from prefduel.policies.loading import POLICIES
 RULES = ("greedy", "ts")
 
 
+def top_pair(scores: np.ndarray) -> tuple[int, int]:
+    """`prefduel.core.btl.top_two` of one row of float scores ``(K,)``, as Python ints: the
+    index of the largest score and of the next one, ties to the lower index.
+
+    Two argmaxes instead of a sort (a policy's pair every round); where the two could differ
+    (a NaN, or no score but the largest above ``-inf``) it returns the sort's answer.
+    """
+    i = int(scores.argmax())
+    rest = scores.copy()
+    rest[i] = -np.inf
+    j = int(rest.argmax())
+    if j == i or scores[i] != scores[i]:
+        best, second = top_two(scores)
+        return int(best), int(second)
+    return i, j
+
+
 class _LaplaceLearner(Policy):
     """Bayesian logistic regression on clicks with a full-covariance Laplace posterior.
 
@@ -47,8 +64,7 @@ class _LaplaceLearner(Policy):
         theta = self.belief.mu if self.rule == "greedy" else self.belief.sample(self.rng)
         # a vanishing random jitter breaks exact ties (e.g. the all-zero prior mean)
         scores = Phi @ theta + 1e-9 * self.rng.random(Phi.shape[0])
-        best, second = top_two(scores)
-        i, j = int(best), int(second)
+        i, j = top_pair(scores)
         self._last = Phi[i] - Phi[j]
         return i, j
 

@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 
 from prefduel.core import jit
+from prefduel.core.btl import top_two
 from prefduel.policies import load_policy
 from prefduel.policies.base import policy_context
 from prefduel.policies.baselines._common import argmax_pair, argmax_pair_inplace, pair_widths
 from prefduel.policies.baselines.coldb import fold_components
 from prefduel.policies.baselines.conucb import key_term_credit, key_term_spread
 from prefduel.policies.baselines.linear_duel import maxpair_scores
+from prefduel.policies.laplace import cholesky_jitter
+from prefduel.policies.linear import top_pair
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -149,3 +152,29 @@ def test_key_term_credit_is_the_mean_of_its_terms():
             kept = key_term_spread(key_inv, directions)
             carried = centred @ m_inv @ key_inv
             assert key_term_credit(centred, m_inv, key_inv, directions, carried, kept) == want
+
+
+def test_top_pair_is_the_sorted_top_two():
+    rng = np.random.default_rng(6)
+    rows = [rng.normal(size=6) for _ in range(300)]
+    rows += [rng.integers(-2, 3, size=6).astype(float) for _ in range(300)]  # many ties
+    inf, nan = np.inf, np.nan
+    rows += [
+        np.array([3.0, -inf, -inf]),
+        np.array([-inf, -inf, 3.0]),
+        np.array([-inf, -inf, -inf]),
+        np.array([inf, 1.0, inf]),
+        np.array([0.0, -0.0, -1.0]),
+        np.array([-0.0, 0.0, -1.0]),
+        np.array([1.0, nan, 2.0]),
+        np.array([nan, nan, 0.0]),
+    ]
+    for row in rows:
+        best, second = top_two(row)
+        assert top_pair(row) == (int(best), int(second)), row
+
+
+def test_the_kept_cholesky_jitter_is_the_one_made_each_round():
+    for d in (1, 4, 7):
+        assert _same(cholesky_jitter(d), 1e-12 * np.eye(d))
+        assert not cholesky_jitter(d).flags.writeable

@@ -11,7 +11,7 @@ from pydantic import PlainValidator
 from pydantic_core import PydanticCustomError
 
 from prefduel.policies.base import Policy, Positive
-from prefduel.policies.laplace import LaplaceBelief
+from prefduel.policies.laplace import LaplaceBelief, cholesky_jitter
 
 
 def _radius(value: Any) -> float | str:
@@ -118,7 +118,7 @@ def gaussian_sample(
 ) -> np.ndarray:
     """One draw from ``N(mean, scale^2 cov)`` (``cov`` symmetrized, jittered for Cholesky)."""
     d = mean.size
-    chol = np.linalg.cholesky(0.5 * (cov + cov.T) + 1e-12 * np.eye(d))
+    chol = np.linalg.cholesky(0.5 * (cov + cov.T) + cholesky_jitter(d))
     return mean + scale * (chol @ rng.standard_normal(d))
 
 

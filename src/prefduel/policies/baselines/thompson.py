@@ -14,14 +14,14 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from prefduel.core.btl import top_two
 from prefduel.policies.base import Count, Policy, Positive
 from prefduel.policies.baselines._common import (
     UserLaplacePolicy,
     gaussian_sample,
     marginal_summary,
 )
-from prefduel.policies.laplace import LaplaceBelief
+from prefduel.policies.laplace import LaplaceBelief, cholesky_jitter
+from prefduel.policies.linear import top_pair
 from prefduel.policies.loading import POLICIES
 
 RULES = ("ts", "dts", "greedy")
@@ -44,14 +44,14 @@ def dueling_ts_pair(
     Returns:
         ``(i, j)``, two distinct indices.
     """
-    i = int(np.argmax(Phi @ draw() + jitter))
+    i = int((Phi @ draw() + jitter).argmax())
     for _ in range(draws):
         util = Phi @ draw() + jitter
-        j = int(np.argmax(util))
+        j = int(util.argmax())
         if j != i:
             return i, j
     util[i] = -np.inf
-    return i, int(np.argmax(util))
+    return i, int(util.argmax())
 
 
 def _rule_pair(
@@ -63,9 +63,9 @@ def _rule_pair(
     draws: int,
 ) -> tuple[int, int]:
     if rule == "greedy":
-        return top_two(Phi @ mean() + jitter)
+        return top_pair(Phi @ mean() + jitter)
     if rule == "ts":
-        return top_two(Phi @ draw() + jitter)
+        return top_pair(Phi @ draw() + jitter)
     return dueling_ts_pair(Phi, draw, jitter, draws)
 
 
@@ -99,7 +99,7 @@ class DuelingTSLaplace(UserLaplacePolicy):
 
     def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
         mu, sigma = self.belief.mu, self.belief.sigma
-        chol = np.linalg.cholesky(sigma + 1e-12 * np.eye(self.d))
+        chol = np.linalg.cholesky(sigma + cholesky_jitter(self.d))
         rng, scale = self.rng, self.scale
 
         def draw() -> np.ndarray:
@@ -216,8 +216,8 @@ class MetaTS(_SharedMeanPolicy):
         belief, rng = self.belief, self.rng
         jitter = _JITTER * rng.random(self.K)
         if self.rule == "greedy":
-            return top_two(Phi @ belief.mu + jitter)
-        chol = np.linalg.cholesky(belief.sigma + 1e-12 * np.eye(self.d))
+            return top_pair(Phi @ belief.mu + jitter)
+        chol = np.linalg.cholesky(belief.sigma + cholesky_jitter(self.d))
 
         def draw() -> np.ndarray:
             return belief.mu + chol @ rng.standard_normal(self.d)
@@ -280,7 +280,7 @@ class HierTS(_SharedMeanPolicy):
         belief, rng = self.belief, self.rng
         jitter = _JITTER * rng.random(self.K)
         if self.rule == "greedy":
-            return top_two(Phi @ self.user_posterior_mean() + jitter)
+            return top_pair(Phi @ self.user_posterior_mean() + jitter)
         hyper_mean, hyper_cov = self.hyper_posterior()
         gain = belief.sigma @ self.prior_prec  # Sigma_u Sigma0^{-1}
         offset = belief.mu - gain @ self.user_prior_mean
@@ -288,8 +288,8 @@ class HierTS(_SharedMeanPolicy):
         def mean() -> np.ndarray:
             return offset + gain @ hyper_mean
 
-        hyper_chol = np.linalg.cholesky(hyper_cov + 1e-12 * np.eye(self.d))
-        chol = np.linalg.cholesky(belief.sigma + 1e-12 * np.eye(self.d))
+        hyper_chol = np.linalg.cholesky(hyper_cov + cholesky_jitter(self.d))
+        chol = np.linalg.cholesky(belief.sigma + cholesky_jitter(self.d))
 
         def draw() -> np.ndarray:
             m = hyper_mean + hyper_chol @ rng.standard_normal(self.d)
