@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pb_toys import make_world
+from prefduel.core import jit
 from prefduel.core.btl import pairs_of, top_two
 from prefduel.core.regret import pair_regret
 from prefduel.runner import headroom
@@ -24,6 +25,7 @@ from prefduel.runner.headroom import (
     play_oracle_prior,
     prior_log_weights,
 )
+from prefduel.runner.headroom_kernels import lookahead_kernel
 from prefduel.runner.references import linear_oracle_theta, reference_rows, undefined_references
 
 
@@ -315,3 +317,38 @@ def test_the_arrivals_played_together_do_not_change_the_rows(horizon, monkeypatc
     chunked = play_oracle_prior(world, theta, horizon=horizon, chunk=5)
     for field in ("first", "second", "first_won", "log_weights"):
         np.testing.assert_array_equal(getattr(chunked, field), getattr(whole, field))
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 4, 5])
+def test_the_compiled_lookahead_gives_the_values_of_the_numpy_one(rounds):
+    """The depth-first compiled walk values every pair as `lookahead_values` does (to rounding:
+    its sums over particles are ordered otherwise), from every round of a batch."""
+    world, theta = _world_and_theta(5, n=9, s=7, k=5, d=6)
+    rng = np.random.default_rng(1)
+    weights = normalized(rng.normal(size=(3, world.N)))
+    util = np.einsum("nskd,md->nsmk", world.Phi[:3], theta)
+    lo_wins = pair_likelihoods(world.Phi[:3, :-1], theta)
+    pairs = pairs_of(world.K)
+    pair_id = np.zeros((world.K, world.K), dtype=np.int64)
+    pair_id[pairs[:, 0], pairs[:, 1]] = pair_id[pairs[:, 1], pairs[:, 0]] = np.arange(len(pairs))
+    util_t = np.ascontiguousarray(np.swapaxes(util, -1, -2))
+    for first in range(world.S - rounds + 1):
+        end = first + rounds
+        want = lookahead_values(util[:, first:end], lo_wins[:, first : end - 1], weights)
+        got = lookahead_kernel(util_t, lo_wins, weights, first, end, pairs, pair_id)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [8, 9])
+def test_the_compiled_and_numpy_lookahead_rows_show_the_same_pairs(seed, monkeypatch):
+    """Both paths of the lookahead row show the same pairs and clicks, so the same posterior.
+    (Where two pairs' values are equal in exact arithmetic, e.g. two personas with the same
+    features, each path breaks the tie by its own rounding.)"""
+    world, theta = _world_and_theta(seed, n=10, s=6, k=5, d=6)
+    monkeypatch.setattr(jit, "ENABLED", False)
+    plain = play_oracle_prior(world, theta, horizon=4)
+    monkeypatch.setattr(jit, "ENABLED", True)
+    fast = play_oracle_prior(world, theta, horizon=4)
+    for field in ("first", "second", "first_won"):
+        np.testing.assert_array_equal(getattr(fast, field), getattr(plain, field))
+    np.testing.assert_allclose(fast.log_weights, plain.log_weights, rtol=0, atol=0)

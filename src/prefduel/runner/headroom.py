@@ -27,13 +27,15 @@ their sum is the branch's value times its probability.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import log_expit
 
+from prefduel.core import jit
 from prefduel.core.btl import pairs_of, sigmoid, top_two
 from prefduel.policies.base import CLICK_BETA
+from prefduel.runner.headroom_kernels import lookahead_kernel
 from prefduel.worlds.world import World
 
 #: Logits per unit of utility in the click likelihood (the value policies receive).
@@ -247,14 +249,13 @@ def _play_arrivals(
         util, lo_wins = _own_particles(world.Phi[arrivals], theta[arrivals], beta, horizon)
     log_w = run.log_weights[arrivals]
     rows = np.arange(arrivals.size)
-    workspace: list[np.ndarray] = []
+    lookahead = None if lo_wins is None else _Lookahead.of(util, lo_wins, pairs)
     for s in range(world.S):
         weights = normalized(log_w)
-        if lo_wins is None or s == world.S - 1:
+        if lookahead is None or s == world.S - 1:
             i, j = top_two(np.einsum("nm,nmk->nk", weights, util[:, s]))
         else:
-            end = min(world.S, s + horizon)
-            values = lookahead_values(util[:, s:end], lo_wins[:, s : end - 1], weights, workspace)
+            values = lookahead.values(s, min(world.S, s + horizon), weights)
             best = np.argmax(values, axis=1)
             i, j = pairs[best, 0], pairs[best, 1]
         won = world.clicks(arrivals, s, i, j)
@@ -262,6 +263,41 @@ def _play_arrivals(
         logit = beta * (util[rows, s, :, i] - util[rows, s, :, j])  # (n, M)
         log_w = log_w + log_click_likelihood(logit, won[:, None])
     run.log_weights[arrivals] = log_w
+
+
+@dataclass
+class _Lookahead:
+    """The lookahead of one batch of arrivals: `lookahead_values` in numpy, or the compiled
+    depth-first walk (`prefduel.runner.headroom_kernels.lookahead_kernel`) when
+    `prefduel.core.jit.ENABLED`, which reads the utilities transposed (``util_t (n, S, K, M)``,
+    each persona's particles contiguous) and the likelihoods contiguous."""
+
+    util: np.ndarray
+    lo_wins: np.ndarray
+    pairs: np.ndarray
+    util_t: np.ndarray | None = None
+    pair_id: np.ndarray | None = None
+    workspace: list[np.ndarray] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, util: np.ndarray, lo_wins: np.ndarray, pairs: np.ndarray) -> _Lookahead:
+        """The batch's lookahead from ``util (n, S, M, K)`` and ``lo_wins (n, S - 1, P, M)``."""
+        if not jit.ENABLED:
+            return cls(util, lo_wins, pairs)
+        k = util.shape[-1]
+        pair_id = np.zeros((k, k), dtype=np.int64)
+        pair_id[pairs[:, 0], pairs[:, 1]] = np.arange(len(pairs))
+        pair_id[pairs[:, 1], pairs[:, 0]] = np.arange(len(pairs))
+        util_t = np.ascontiguousarray(np.swapaxes(util, -1, -2))
+        return cls(util, np.ascontiguousarray(lo_wins), pairs, util_t, pair_id)
+
+    def values(self, s: int, end: int, weights: np.ndarray) -> np.ndarray:
+        """``(n, P)`` values of the pairs in round ``s``, rounds ``s:end`` valued."""
+        if self.util_t is None:
+            util, lo_wins = self.util[:, s:end], self.lo_wins[:, s : end - 1]
+            return lookahead_values(util, lo_wins, weights, self.workspace)
+        pairs, pair_id = self.pairs, self.pair_id
+        return lookahead_kernel(self.util_t, self.lo_wins, weights, s, end, pairs, pair_id)
 
 
 def _round_likelihoods(phi: np.ndarray, theta: np.ndarray, beta: float) -> np.ndarray:
