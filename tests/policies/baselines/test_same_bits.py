@@ -14,6 +14,7 @@ from prefduel.policies.baselines._common import argmax_pair, argmax_pair_inplace
 from prefduel.policies.baselines.coldb import fold_components
 from prefduel.policies.baselines.conucb import key_term_credit, key_term_spread
 from prefduel.policies.baselines.linear_duel import maxpair_scores
+from prefduel.policies.baselines.rucb import RUCB
 from prefduel.policies.laplace import cholesky_jitter
 from prefduel.policies.linear import top_pair
 
@@ -178,3 +179,48 @@ def test_the_kept_cholesky_jitter_is_the_one_made_each_round():
     for d in (1, 4, 7):
         assert _same(cholesky_jitter(d), 1e-12 * np.eye(d))
         assert not cholesky_jitter(d).flags.writeable
+
+
+class _OldRUCB(RUCB):
+    """RUCB's selection as first written (a candidate test per persona, np.argmax)."""
+
+    def select(self, Phi):
+        k = self.K
+        u = self.ucb_matrix()
+        cands = [c for c in range(k) if bool(np.all(u[c] >= 0.5))]
+        if not cands:
+            c = int(self.rng.integers(k))
+        else:
+            self.best &= set(cands)
+            if len(cands) == 1:
+                self.best = {cands[0]}
+                c = cands[0]
+            else:
+                probs = np.empty(len(cands))
+                n_best = len(self.best)
+                rest = len(cands) - n_best
+                for a, cand in enumerate(cands):
+                    probs[a] = 0.5 if cand in self.best else 1.0 / (2.0**n_best * rest)
+                c = cands[int(self.rng.choice(len(cands), p=probs / probs.sum()))]
+        col = u[:, c] + 1e-12 * self.rng.random(k)
+        col[c] = -np.inf
+        d = int(np.argmax(col))
+        self._last = (c, d)
+        return c, d
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.51, 2.0])
+def test_rucb_selects_as_first_written(alpha):
+    rng = np.random.default_rng(7)
+    strength = rng.normal(size=6)
+    new, old = RUCB(alpha=alpha), _OldRUCB(alpha=alpha)
+    for policy in (new, old):
+        policy.reset(np.random.default_rng(8), policy_context(20, 30, 6, 7))
+    phi = np.zeros((6, 7))
+    for _ in range(600):
+        pair = new.select(phi)
+        assert old.select(phi) == pair
+        outcome = int(rng.random() < 1 / (1 + np.exp(strength[pair[1]] - strength[pair[0]])))
+        new.update(outcome)
+        old.update(outcome)
+    assert _same(new.ucb_matrix(), old.ucb_matrix())

@@ -27,7 +27,7 @@ def rucb_ucb(wins: np.ndarray, t: int, alpha: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         u = wins / n + np.sqrt(alpha * math.log(max(t, 1)) / n)
     u[n == 0] = 1.0
-    np.fill_diagonal(u, 0.5)
+    u.flat[:: u.shape[0] + 1] = 0.5  # the diagonal
     return u
 
 
@@ -73,7 +73,7 @@ class RUCB(Policy):
     def select(self, Phi: np.ndarray) -> tuple[int, int]:
         k = self.K
         u = self.ucb_matrix()
-        cands = [c for c in range(k) if bool(np.all(u[c] >= 0.5))]
+        cands = np.flatnonzero((u >= 0.5).all(axis=1)).tolist()  # ascending, as Python ints
         if not cands:
             c = int(self.rng.integers(k))
         else:
@@ -93,7 +93,7 @@ class RUCB(Policy):
                 c = cands[int(self.rng.choice(len(cands), p=probs / probs.sum()))]
         col = u[:, c] + 1e-12 * self.rng.random(k)  # random tie-breaking
         col[c] = -np.inf
-        d = int(np.argmax(col))
+        d = int(col.argmax())
         self._last = (c, d)
         return c, d
 
