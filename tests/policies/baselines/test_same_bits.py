@@ -13,7 +13,7 @@ from prefduel.policies.base import policy_context
 from prefduel.policies.baselines._common import argmax_pair, argmax_pair_inplace, pair_widths
 from prefduel.policies.baselines.coldb import fold_components
 from prefduel.policies.baselines.conucb import key_term_credit, key_term_spread
-from prefduel.policies.baselines.linear_duel import maxpair_scores
+from prefduel.policies.baselines.linear_duel import maxinp_candidates, maxinp_pair, maxpair_scores
 from prefduel.policies.baselines.rucb import RUCB
 from prefduel.policies.laplace import cholesky_jitter
 from prefduel.policies.linear import top_pair
@@ -224,3 +224,31 @@ def test_rucb_selects_as_first_written(alpha):
         new.update(outcome)
         old.update(outcome)
     assert _same(new.ucb_matrix(), old.ucb_matrix())
+
+
+def _old_maxinp_pair(Phi, mu, sigma, beta, util_jitter):
+    widths = _old_pair_widths(Phi, sigma)
+    util = Phi @ mu
+    cand = np.all(util[:, None] - util[None, :] + beta * widths >= 0.0, axis=1)
+    util = util + util_jitter
+    if cand.sum() >= 2:
+        width = widths + util_jitter[:, None] + util_jitter[None, :]
+        width[~cand, :] = -np.inf
+        width[:, ~cand] = -np.inf
+        return _old_argmax_pair(width)
+    i = int(np.argmax(np.where(cand, util, -np.inf)))
+    rest = util.copy()
+    rest[i] = -np.inf
+    return i, int(np.argmax(rest))
+
+
+def test_maxinp_pair_is_the_out_of_place_rule():
+    rng = np.random.default_rng(9)
+    lone = 0
+    for phi, mu, sigma in _cases(10, 200):
+        jitter = 1e-9 * rng.random(6)
+        for beta in (0.0, 0.25, 3.0):
+            want = _old_maxinp_pair(phi, 3 * mu, sigma, beta, jitter)
+            assert maxinp_pair(phi, 3 * mu, sigma, beta, jitter) == want
+            lone += int(maxinp_candidates(phi, 3 * mu, sigma, beta).sum() == 1)
+    assert lone > 20  # both branches are exercised

@@ -17,7 +17,6 @@ from prefduel.policies.base import NonNegative
 from prefduel.policies.baselines._common import (
     Radius,
     UserLaplacePolicy,
-    argmax_pair,
     argmax_pair_inplace,
     pair_widths,
     resolve_radius,
@@ -47,12 +46,12 @@ def colstim_pair(
         ``j = argmax_{k != i} phi_k.mu + c ||phi_k - phi_i||_Sigma``.
     """
     util = Phi @ mu
-    i = int(np.argmax(util + noise))
+    i = int((util + noise).argmax())
     z = Phi - Phi[i]
     width = np.sqrt(np.maximum(np.einsum("kd,de,ke->k", z, sigma, z), 0.0))
     opt = util + c * width
     opt[i] = -np.inf
-    return i, int(np.argmax(opt))
+    return i, int(opt.argmax())
 
 
 def maxinp_candidates(
@@ -74,7 +73,7 @@ def maxinp_candidates(
     if widths is None:
         widths = pair_widths(Phi, sigma)
     upper = util[:, None] - util[None, :] + beta * widths
-    return np.all(upper >= 0.0, axis=1)
+    return (upper >= 0.0).all(axis=1)
 
 
 def maxinp_pair(
@@ -89,15 +88,18 @@ def maxinp_pair(
     widths = pair_widths(Phi, sigma)
     cand = maxinp_candidates(Phi, mu, sigma, beta, widths)
     util = Phi @ mu + util_jitter
-    if cand.sum() >= 2:
-        width = widths + util_jitter[:, None] + util_jitter[None, :]
-        width[~cand, :] = -np.inf
-        width[:, ~cand] = -np.inf
-        return argmax_pair(width)
-    i = int(np.argmax(np.where(cand, util, -np.inf)))
+    if np.count_nonzero(cand) >= 2:
+        # the widths are not read again: jittered and masked in place
+        widths += util_jitter[:, None]
+        widths += util_jitter[None, :]
+        out = ~cand
+        widths[out, :] = -np.inf
+        widths[:, out] = -np.inf
+        return argmax_pair_inplace(widths)
+    i = int(np.where(cand, util, -np.inf).argmax())
     rest = util.copy()
     rest[i] = -np.inf
-    return i, int(np.argmax(rest))
+    return i, int(rest.argmax())
 
 
 def maxpair_scores(Phi: np.ndarray, mu: np.ndarray, sigma: np.ndarray, beta: float) -> np.ndarray:
@@ -170,7 +172,7 @@ class CoLSTIM(UserLaplacePolicy):
         eps = self.rng.gumbel(size=self.K)
         if self.perturb == "width":
             own = np.einsum("kd,de,ke->k", Phi, self.belief.sigma, Phi)
-            eps = np.clip(eps, -self._threshold, self._threshold) * np.sqrt(np.maximum(own, 0.0))
+            eps = eps.clip(-self._threshold, self._threshold) * np.sqrt(np.maximum(own, 0.0))
         noise = self.scale * eps + _JITTER * self.rng.random(self.K)
         return colstim_pair(Phi, self.belief.mu, self.belief.sigma, noise, self._c)
 
