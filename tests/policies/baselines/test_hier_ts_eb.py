@@ -86,9 +86,7 @@ def test_the_shared_mean_and_the_next_user_use_the_learned_prior():
     policy = _learned_prior(0.15)
     d = policy.d
     assert np.allclose(policy.prior_prec @ policy.prior_cov, np.eye(d))
-    prec, info = batch_marginal_summary(
-        np.asarray(policy._lams), np.asarray(policy._hs), policy.prior_prec
-    )
+    prec, info = batch_marginal_summary(*policy.likelihoods(), policy.prior_prec)
     assert np.allclose(policy.meta_prec, np.eye(d) / policy.meta_var + prec)
     assert np.allclose(policy.meta_info, info)
     policy.start_student()

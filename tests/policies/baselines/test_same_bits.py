@@ -252,3 +252,52 @@ def test_maxinp_pair_is_the_out_of_place_rule():
             assert maxinp_pair(phi, 3 * mu, sigma, beta, jitter) == want
             lone += int(maxinp_candidates(phi, 3 * mu, sigma, beta).sum() == 1)
     assert lone > 20  # both branches are exercised
+
+
+def test_a_stack_is_inverted_one_matrix_at_a_time():
+    """What lets hier-ts-eb keep last arrival's inverses: each matrix of a stack has the
+    bits it has inverted alone or in any other stack."""
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(40, 7, 7))
+    stack = a @ a.transpose(0, 2, 1) + 0.1 * np.eye(7)
+    whole = np.linalg.inv(stack)
+    for k in range(40):
+        assert _same(whole[k], np.linalg.inv(stack[k]))
+    assert _same(whole[17:], np.linalg.inv(stack[17:]))
+
+
+def _full_inverses(self, lams):
+    return np.linalg.inv(self.prior_prec[None] + lams)
+
+
+@pytest.mark.parametrize("spec", ["hier-ts-eb", "hier-ts-eb:eb_users=2,rule=ts"])
+def test_hier_ts_eb_keeps_the_inverses_a_full_refit_makes(spec, monkeypatch):
+    rng = np.random.default_rng(12)
+    n, s, k, d = 30, 8, 6, 7
+    phis = np.zeros((n, s, k, d))
+    phis[..., :k] = np.eye(k)
+    phis[..., k] = rng.normal(size=(n, s, k))
+    thetas = rng.normal(size=(n, d))
+
+    def run():
+        policy = load_policy(spec)
+        policy.reset(np.random.default_rng(13), policy_context(n // 2, s, k, d))  # grows
+        clicks = np.random.default_rng(14)
+        pairs = []
+        for u in range(n):
+            policy.start_student()
+            for r in range(s):
+                i, j = policy.select(phis[u, r])
+                pairs.append((i, j))
+                z = phis[u, r, i] - phis[u, r, j]
+                policy.update(int(clicks.random() < 1 / (1 + np.exp(-thetas[u] @ z))))
+            policy.end_student()
+        return pairs, policy.prior_cov, policy.meta_prec, policy.meta_info
+
+    want = run()
+    monkeypatch.setattr(
+        "prefduel.policies.baselines.hier_eb.HierTSEB._posterior_covariances", _full_inverses
+    )
+    got = run()
+    assert got[0] == want[0]
+    assert all(_same(a, b) for a, b in zip(got[1:], want[1:], strict=True))

@@ -21,7 +21,10 @@ from prefduel.policies.loading import POLICIES
 
 
 def batch_marginal_summary(
-    lams: np.ndarray, hs: np.ndarray, prior_prec: np.ndarray
+    lams: np.ndarray,
+    hs: np.ndarray,
+    prior_prec: np.ndarray,
+    post_cov: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sum over users of `marginal_summary`: what ``n`` users' clicks say about the shared mean.
 
@@ -29,13 +32,15 @@ def batch_marginal_summary(
         lams: ``(n, d, d)`` each user's likelihood precision.
         hs: ``(n, d)`` each user's likelihood information.
         prior_prec: ``Sigma0^{-1}`` ``(d, d)``.
+        post_cov: ``(n, d, d)`` ``(Sigma0^{-1} + lam_u)^{-1}`` if already known.
 
     Returns:
         ``(P (d, d), p (d,))``: summed precision and information about the shared mean.
     """
     if lams.shape[0] == 0:
         return np.zeros_like(prior_prec), np.zeros(prior_prec.shape[0])
-    post_cov = np.linalg.inv(prior_prec[None] + lams)
+    if post_cov is None:
+        post_cov = np.linalg.inv(prior_prec[None] + lams)
     lam_cov = lams @ post_cov
     prec = (lams - lam_cov @ lams).sum(axis=0)
     info = (hs - np.einsum("nde,ne->nd", lam_cov, hs)).sum(axis=0)
@@ -50,6 +55,7 @@ def eb_covariance(
     prior_var: float,
     users: float,
     floor: float,
+    post_cov: np.ndarray | None = None,
 ) -> np.ndarray:
     """One empirical-Bayes estimate of the within-population covariance ``Sigma0``.
 
@@ -73,12 +79,14 @@ def eb_covariance(
         prior_var: Variance of the isotropic target of the shrinkage.
         users: Pseudo-users of the shrinkage (> 0).
         floor: Smallest eigenvalue as a fraction of ``prior_var`` (> 0).
+        post_cov: ``(n, d, d)`` the users' ``Sigma_u`` under the current prior, if known.
 
     Returns:
         The new ``Sigma0`` ``(d, d)``, symmetric positive definite.
     """
     n, d = hs.shape
-    post_cov = np.linalg.inv(prior_prec[None] + lams)
+    if post_cov is None:
+        post_cov = np.linalg.inv(prior_prec[None] + lams)
     mus = np.einsum("nde,ne->nd", post_cov, prior_prec @ mean + hs)
     centred = mus - mus.mean(axis=0)
     moment = centred.T @ centred / n + post_cov.mean(axis=0)
@@ -139,26 +147,58 @@ class HierTSEB(HierTS):
 
     def reset(self, rng: np.random.Generator, context: dict[str, Any]) -> None:
         super().reset(rng, context)
-        self._lams: list[np.ndarray] = []
-        self._hs: list[np.ndarray] = []
+        n, d = max(int(context["N"]), 1), self.d
+        # completed users' likelihood summaries (grown on demand past context["N"])
+        self._lams = np.zeros((n, d, d))
+        self._hs = np.zeros((n, d))
+        self._done = 0
+        # (Sigma0^{-1} + lam_u)^{-1} of the first users, and the Sigma0^{-1} it was made under
+        self._post_covs: tuple[np.ndarray, np.ndarray] | None = None
+
+    def likelihoods(self) -> tuple[np.ndarray, np.ndarray]:
+        """The completed users' likelihood summaries ``(lams (n, d, d), hs (n, d))``."""
+        return self._lams[: self._done], self._hs[: self._done]
 
     def end_student(self) -> None:
         lam, h = self._user_likelihood()
-        self._lams.append(lam)
-        self._hs.append(h)
+        if self._done == self._lams.shape[0]:
+            self._lams = np.concatenate([self._lams, np.zeros_like(self._lams)])
+            self._hs = np.concatenate([self._hs, np.zeros_like(self._hs)])
+        self._lams[self._done], self._hs[self._done] = lam, h
+        self._done += 1
         super().end_student()
         self._refit_prior()
 
     def _refit_prior(self) -> None:
         """Re-estimate ``Sigma0`` and rebuild the shared mean's posterior under it."""
-        lams, hs = np.asarray(self._lams), np.asarray(self._hs)
+        lams, hs = self.likelihoods()
         mean = self.meta_posterior()[0]
         cov = eb_covariance(
-            lams, hs, self.prior_prec, mean, self.prior_var, self.eb_users, self.eb_floor
+            lams,
+            hs,
+            self.prior_prec,
+            mean,
+            self.prior_var,
+            self.eb_users,
+            self.eb_floor,
+            post_cov=self._posterior_covariances(lams),
         )
         self.prior_cov = cov
         self.prior_prec = np.linalg.inv(cov)
         self.prior_prec = 0.5 * (self.prior_prec + self.prior_prec.T)
-        prec, info = batch_marginal_summary(lams, hs, self.prior_prec)
+        post_cov = np.linalg.inv(self.prior_prec[None] + lams)
+        self._post_covs = (self.prior_prec, post_cov)
+        prec, info = batch_marginal_summary(lams, hs, self.prior_prec, post_cov)
         self.meta_prec = np.eye(self.d) / self.meta_var + prec
         self.meta_info = info
+
+    def _posterior_covariances(self, lams: np.ndarray) -> np.ndarray:
+        """``(Sigma0^{-1} + lam_u)^{-1}`` of every user of ``lams`` under the current
+        ``Sigma0``: the last refit inverted all but the newest under this same ``Sigma0``, so
+        only the newest is inverted here (`numpy.linalg.inv` inverts each matrix of a stack
+        on its own: the same bits as inverting the whole stack again)."""
+        if self._post_covs is None or self._post_covs[0] is not self.prior_prec:
+            return np.linalg.inv(self.prior_prec[None] + lams)
+        kept = self._post_covs[1]
+        new = np.linalg.inv(self.prior_prec[None] + lams[kept.shape[0] :])
+        return np.concatenate([kept, new])
