@@ -63,7 +63,8 @@ class _LaplaceLearner(Policy):
     def select(self, Phi: np.ndarray) -> tuple[int, int]:
         theta = self.belief.mu if self.rule == "greedy" else self.belief.sample(self.rng)
         # a vanishing random jitter breaks exact ties (e.g. the all-zero prior mean)
-        scores = Phi @ theta + 1e-9 * self.rng.random(Phi.shape[0])
+        # Phi.dot: Phi @ theta's BLAS call, cheaper to make (see policies.baselines._common)
+        scores = Phi.dot(theta) + 1e-9 * self.rng.random(Phi.shape[0])
         i, j = top_pair(scores)
         self._last = Phi[i] - Phi[j]
         return i, j

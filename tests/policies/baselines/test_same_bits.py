@@ -301,3 +301,24 @@ def test_hier_ts_eb_keeps_the_inverses_a_full_refit_makes(spec, monkeypatch):
     got = run()
     assert got[0] == want[0]
     assert all(_same(a, b) for a, b in zip(got[1:], want[1:], strict=True))
+
+
+def test_dot_is_matmul_on_the_products_the_baselines_take():
+    """``a.dot(b)`` replaces ``a @ b`` in the baselines' per-round products: the same BLAS
+    call, so the same bits, for every shape and layout they use (read-only features
+    included)."""
+    rng = np.random.default_rng(15)
+    for case in range(2000):
+        scale = 10.0 ** rng.integers(-6, 6)
+        phi = rng.normal(size=(6, 7)) * scale
+        phi.flags.writeable = case % 2 == 0
+        a = rng.normal(size=(7, 7)) * 10.0 ** rng.integers(-6, 6)
+        sym = a @ a.T
+        chol = np.linalg.cholesky(sym + np.eye(7))
+        x = rng.normal(size=7) * 10.0 ** rng.integers(-6, 6)
+        assert _same(phi.dot(sym).dot(phi.T), phi @ sym @ phi.T)
+        assert _same(phi.dot(x), phi @ x)
+        assert _same(a.dot(sym), a @ sym)
+        assert _same(a.dot(sym).dot(a), a @ sym @ a)
+        assert _same(a.dot(x), a @ x)
+        assert _same(chol.dot(x), chol @ x)

@@ -1,5 +1,11 @@
 """Shared pieces of the baselines: pair widths, a per-user Laplace learner, and Gaussian
-algebra for hierarchical (meta-learned) priors."""
+algebra for hierarchical (meta-learned) priors.
+
+The baselines write the products of their small per-round arrays as ``a.dot(b)``: for the
+matrix-matrix and matrix-vector products used here it is the same BLAS call as ``a @ b``, so
+the same bits (``tests/policies/baselines/test_same_bits.py`` checks each form), with less
+call overhead, which is most of the cost of a product of 7 x 7 arrays.
+"""
 
 from __future__ import annotations
 
@@ -58,7 +64,7 @@ def pair_widths(Phi: np.ndarray, sigma: np.ndarray) -> np.ndarray:
         ``(K, K)`` matrix ``W[i, j] = sqrt((phi_i - phi_j)^T Sigma (phi_i - phi_j))``
         (zero diagonal), computed as ``A_ii + A_jj - 2 A_ij`` with ``A = Phi Sigma Phi^T``.
     """
-    a = Phi @ sigma @ Phi.T
+    a = Phi.dot(sigma).dot(Phi.T)
     diag = a.diagonal()
     # (A_ii + A_jj) - 2 A_ij, then clipped and rooted in place: the same operations as
     # out-of-place ones, with fewer temporaries (this runs every round of several baselines)
@@ -107,9 +113,9 @@ def marginal_summary(
     """
     if post_cov is None:
         post_cov = np.linalg.inv(prior_prec + lam)
-    lam_cov = lam @ post_cov
-    prec = lam - lam_cov @ lam
-    info = h - lam_cov @ h
+    lam_cov = lam.dot(post_cov)
+    prec = lam - lam_cov.dot(lam)
+    info = h - lam_cov.dot(h)
     return 0.5 * (prec + prec.T), info
 
 
@@ -119,7 +125,7 @@ def gaussian_sample(
     """One draw from ``N(mean, scale^2 cov)`` (``cov`` symmetrized, jittered for Cholesky)."""
     d = mean.size
     chol = np.linalg.cholesky(0.5 * (cov + cov.T) + cholesky_jitter(d))
-    return mean + scale * (chol @ rng.standard_normal(d))
+    return mean + scale * chol.dot(rng.standard_normal(d))
 
 
 class UserLaplacePolicy(Policy):

@@ -261,10 +261,10 @@ class COLDB(Policy):
         if not gone:
             return
         prec = np.linalg.inv(self.cluster.sigma)
-        info = prec @ self.cluster.mu
+        info = prec.dot(self.cluster.mu)
         self._fold(prec, info, gone, subtract=True)
         cov = np.linalg.inv(0.5 * (prec + prec.T))
-        self.cluster = LaplaceBelief(cov @ info, 0.5 * (cov + cov.T))
+        self.cluster = LaplaceBelief(cov.dot(info), 0.5 * (cov + cov.T))
         self.linked_comps.difference_update(gone)
 
     def _fold(

@@ -182,7 +182,7 @@ class ConUCBDuel(Policy):
             self.key_inv = np.linalg.inv(self.key_m)
             self.key_theta = self.key_inv @ self.key_b
             self._pull = (1.0 - self.lam) * self.key_theta  # the same until the next answer
-        self.theta = self.m_inv @ (self.b + self._pull)
+        self.theta = self.m_inv.dot(self.b + self._pull)
 
     def ask(self) -> int | None:
         """The unasked question of largest key-term credit, while the session has not begun."""
@@ -229,7 +229,7 @@ class ConUCBDuel(Policy):
         self._features = phi
         scores = maxpair_scores(phi, self.theta, self.m_inv, self.lam * self.alpha)
         if self.key_alpha:
-            carried = self.m_inv @ self.key_inv @ self.m_inv
+            carried = self.m_inv.dot(self.key_inv).dot(self.m_inv)
             widths = pair_widths(phi, carried)
             widths *= (1.0 - self.lam) * self.key_alpha
             scores += widths

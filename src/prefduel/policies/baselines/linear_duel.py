@@ -45,7 +45,7 @@ def colstim_pair(
         ``(i, j)`` with ``i = argmax_k phi_k.mu + noise_k`` and
         ``j = argmax_{k != i} phi_k.mu + c ||phi_k - phi_i||_Sigma``.
     """
-    util = Phi @ mu
+    util = Phi.dot(mu)
     i = int((util + noise).argmax())
     z = Phi - Phi[i]
     width = np.sqrt(np.maximum(np.einsum("kd,de,ke->k", z, sigma, z), 0.0))
@@ -69,7 +69,7 @@ def maxinp_candidates(
         Boolean mask ``(K,)``: ``C[i] = all_j (phi_i - phi_j).mu + beta ||phi_i - phi_j||_Sigma
         >= 0``. The posterior-mean best persona is always a candidate.
     """
-    util = Phi @ mu
+    util = Phi.dot(mu)
     if widths is None:
         widths = pair_widths(Phi, sigma)
     upper = util[:, None] - util[None, :] + beta * widths
@@ -87,7 +87,7 @@ def maxinp_pair(
     """
     widths = pair_widths(Phi, sigma)
     cand = maxinp_candidates(Phi, mu, sigma, beta, widths)
-    util = Phi @ mu + util_jitter
+    util = Phi.dot(mu) + util_jitter
     if np.count_nonzero(cand) >= 2:
         # the widths are not read again: jittered and masked in place
         widths += util_jitter[:, None]
@@ -105,7 +105,7 @@ def maxinp_pair(
 def maxpair_scores(Phi: np.ndarray, mu: np.ndarray, sigma: np.ndarray, beta: float) -> np.ndarray:
     """Optimistic pair scores ``(K, K)``: ``u_i + u_j + beta ||phi_i - phi_j||_Sigma`` with
     ``u = Phi mu`` (the diagonal is meaningless)."""
-    util = Phi @ mu
+    util = Phi.dot(mu)
     scores = util[:, None] + util[None, :]
     widths = pair_widths(Phi, sigma)
     widths *= beta

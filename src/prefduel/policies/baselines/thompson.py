@@ -44,9 +44,9 @@ def dueling_ts_pair(
     Returns:
         ``(i, j)``, two distinct indices.
     """
-    i = int((Phi @ draw() + jitter).argmax())
+    i = int((Phi.dot(draw()) + jitter).argmax())
     for _ in range(draws):
-        util = Phi @ draw() + jitter
+        util = Phi.dot(draw()) + jitter
         j = int(util.argmax())
         if j != i:
             return i, j
@@ -63,9 +63,9 @@ def _rule_pair(
     draws: int,
 ) -> tuple[int, int]:
     if rule == "greedy":
-        return top_pair(Phi @ mean() + jitter)
+        return top_pair(Phi.dot(mean()) + jitter)
     if rule == "ts":
-        return top_pair(Phi @ draw() + jitter)
+        return top_pair(Phi.dot(draw()) + jitter)
     return dueling_ts_pair(Phi, draw, jitter, draws)
 
 
@@ -103,7 +103,7 @@ class DuelingTSLaplace(UserLaplacePolicy):
         rng, scale = self.rng, self.scale
 
         def draw() -> np.ndarray:
-            return mu + scale * (chol @ rng.standard_normal(mu.size))
+            return mu + scale * chol.dot(rng.standard_normal(mu.size))
 
         return dueling_ts_pair(Phi, draw, _JITTER * rng.random(self.K), self.draws)
 
@@ -153,7 +153,7 @@ class _SharedMeanPolicy(UserLaplacePolicy):
         form ``(lam (d, d), h (d,))``: the Laplace posterior's minus the prior's."""
         post_prec = np.linalg.inv(self.belief.sigma)
         lam = post_prec - self.prior_prec
-        h = post_prec @ self.belief.mu - self.prior_prec @ self.user_prior_mean
+        h = post_prec.dot(self.belief.mu) - self.prior_prec.dot(self.user_prior_mean)
         return lam, h
 
     def _user_summary(self) -> tuple[np.ndarray, np.ndarray]:
@@ -216,11 +216,11 @@ class MetaTS(_SharedMeanPolicy):
         belief, rng = self.belief, self.rng
         jitter = _JITTER * rng.random(self.K)
         if self.rule == "greedy":
-            return top_pair(Phi @ belief.mu + jitter)
+            return top_pair(Phi.dot(belief.mu) + jitter)
         chol = np.linalg.cholesky(belief.sigma + cholesky_jitter(self.d))
 
         def draw() -> np.ndarray:
-            return belief.mu + chol @ rng.standard_normal(self.d)
+            return belief.mu + chol.dot(rng.standard_normal(self.d))
 
         return _rule_pair(self.rule, Phi, lambda: belief.mu, draw, jitter, self.draws)
 
@@ -268,31 +268,31 @@ class HierTS(_SharedMeanPolicy):
         prec, info = self._user_summary()
         cov = np.linalg.inv(self.meta_prec + prec)
         cov = 0.5 * (cov + cov.T)
-        return cov @ (self.meta_info + info), cov
+        return cov.dot(self.meta_info + info), cov
 
     def user_posterior_mean(self) -> np.ndarray:
         """Posterior mean ``(d,)`` of the current user's theta under the hierarchical model
         (the shared mean integrated out), ``mu_u + Sigma_u Sigma0^{-1} (E[mean] - m0)``."""
-        gain = self.belief.sigma @ self.prior_prec
-        return self.belief.mu + gain @ (self.hyper_posterior()[0] - self.user_prior_mean)
+        gain = self.belief.sigma.dot(self.prior_prec)
+        return self.belief.mu + gain.dot(self.hyper_posterior()[0] - self.user_prior_mean)
 
     def _choose(self, Phi: np.ndarray) -> tuple[int, int]:
         belief, rng = self.belief, self.rng
         jitter = _JITTER * rng.random(self.K)
         if self.rule == "greedy":
-            return top_pair(Phi @ self.user_posterior_mean() + jitter)
+            return top_pair(Phi.dot(self.user_posterior_mean()) + jitter)
         hyper_mean, hyper_cov = self.hyper_posterior()
-        gain = belief.sigma @ self.prior_prec  # Sigma_u Sigma0^{-1}
-        offset = belief.mu - gain @ self.user_prior_mean
+        gain = belief.sigma.dot(self.prior_prec)  # Sigma_u Sigma0^{-1}
+        offset = belief.mu - gain.dot(self.user_prior_mean)
 
         def mean() -> np.ndarray:
-            return offset + gain @ hyper_mean
+            return offset + gain.dot(hyper_mean)
 
         hyper_chol = np.linalg.cholesky(hyper_cov + cholesky_jitter(self.d))
         chol = np.linalg.cholesky(belief.sigma + cholesky_jitter(self.d))
 
         def draw() -> np.ndarray:
-            m = hyper_mean + hyper_chol @ rng.standard_normal(self.d)
-            return offset + gain @ m + chol @ rng.standard_normal(self.d)
+            m = hyper_mean + hyper_chol.dot(rng.standard_normal(self.d))
+            return offset + gain.dot(m) + chol.dot(rng.standard_normal(self.d))
 
         return _rule_pair(self.rule, Phi, mean, draw, jitter, self.draws)
