@@ -7,7 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from prefduel.runner import headroom_ask
+from prefduel.core import jit
+from prefduel.runner import headroom_ask, headroom_kernels
 from prefduel.runner.headroom import NO_OTHER_USERS, play_oracle_prior
 from prefduel.runner.headroom_ask import ask_by_information, play_oracle_prior_ask
 from prefduel.runner.references import linear_oracle_theta, reference_rows, undefined_references
@@ -76,3 +77,21 @@ def test_the_arrivals_valued_together_do_not_change_the_row(monkeypatch):
     np.testing.assert_array_equal(chunked.log_weights, whole.log_weights)
     np.testing.assert_array_equal(chunked.first, whole.first)
     np.testing.assert_array_equal(chunked.second, whole.second)
+
+
+def test_the_compiled_particle_utilities_are_numpys_to_the_bit(monkeypatch):
+    """The asking reference's utilities of each persona under each particle are those of
+    numpy's einsum to the bit, so its questions, pairs and posterior do not depend on numba."""
+    world = replace(generate_world(replace(get_roster("dev"), arrivals=40), 2), ask_budget=2)
+    theta = linear_oracle_theta(world.Phi, world.U)
+    phi = world.Phi[:5]
+    plain = np.einsum("nskd,md->nsmk", phi, theta) * 1.7
+    np.testing.assert_array_equal(headroom_kernels.particle_utilities(phi, theta, 1.7), plain)
+    runs = []
+    for enabled in (False, True):
+        monkeypatch.setattr(jit, "ENABLED", enabled)
+        runs.append(play_oracle_prior_ask(world, theta, 2))
+    (plain_run, plain_asked), (run, asked) = runs
+    np.testing.assert_array_equal(asked, plain_asked)
+    for field in ("first", "second", "log_weights"):
+        np.testing.assert_array_equal(getattr(run, field), getattr(plain_run, field))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from prefduel.core import jit
 from prefduel.core.answer_model import (
     answer_entropy,
     least_probabilities,
@@ -25,7 +26,7 @@ from prefduel.core.answer_model import (
     level_probabilities,
     pair_probabilities,
 )
-from prefduel.runner import headroom
+from prefduel.runner import headroom, headroom_kernels
 from prefduel.worlds.world import World
 
 #: Arrivals whose answers are valued together: the arrays of a few arrivals are a few MB, which
@@ -44,7 +45,7 @@ def answer_log_likelihoods(
     with ``arrivals``, for those arrivals only (their rows of the whole world's array)."""
     asks = world.asks
     rows = slice(None) if arrivals is None else arrivals
-    util = np.einsum("nskd,md->nsmk", world.Phi[rows], theta) * (beta / asks.noise)
+    util = _particle_utilities(world.Phi[rows], theta, beta / asks.noise)  # (n, S, M, K)
     v_bar = util.mean(axis=1)  # (N, M, K)
     kinds = _question_kinds(world)[rows]
     count = max(q.values(world.K) for q in asks.questions)
@@ -59,6 +60,14 @@ def answer_log_likelihoods(
             probs = least_probabilities(_kind_mean(util, kinds == question.about, v_bar))
         out[:, q, :, : probs.shape[-1]] = np.log(np.maximum(probs, 1e-300))
     return out
+
+
+def _particle_utilities(phi: np.ndarray, theta: np.ndarray, scale: float) -> np.ndarray:
+    """``(n, S, M, K)`` each particle's utility of each persona, times ``scale``, from
+    ``phi (n, S, K, d)`` (compiled when `prefduel.core.jit.ENABLED`; the same values)."""
+    if jit.ENABLED:
+        return headroom_kernels.particle_utilities(phi, np.ascontiguousarray(theta), scale)
+    return np.einsum("nskd,md->nsmk", phi, theta) * scale
 
 
 def _question_kinds(world: World) -> np.ndarray:

@@ -112,3 +112,27 @@ def _top_two(scores):  # pragma: no cover - compiled
         if e != best and scores[e] > scores[second]:
             second = e
     return best, second
+
+
+@compiled()
+def particle_utilities(phi, theta, scale):  # pragma: no cover - compiled
+    """``einsum("nskd,md->nsmk", phi, theta) * scale``: each particle's utility of each
+    persona, ``(n, S, M, K)`` from ``phi (n, S, K, d)`` and ``theta (M, d)``.
+
+    Each entry sums its ``d`` products in order from the first, as numpy's ``einsum`` does for
+    this contraction, and is then scaled, so the values are the same to the bit (checked in
+    ``tests/runner/test_headroom_ask.py``); the loops skip ``einsum``'s iterator setup, which
+    costs more than the arithmetic on these shapes.
+    """
+    n, s_all, k, d = phi.shape
+    m_all = theta.shape[0]
+    out = np.empty((n, s_all, m_all, k))
+    for a in range(n):
+        for s in range(s_all):
+            for m in range(m_all):
+                for e in range(k):
+                    acc = 0.0
+                    for i in range(d):
+                        acc += phi[a, s, e, i] * theta[m, i]
+                    out[a, s, m, e] = acc * scale
+    return out
